@@ -64,6 +64,13 @@ func (v GroupView) Lag() (total int64, unknown int) {
 	return total, unknown
 }
 
+// OnlyTopics is v with the offsets of the topics describable allows only, as
+// Kafka's OffsetFetch leaves out those the caller may not DESCRIBE.
+func (v GroupView) OnlyTopics(describable func(topic string) bool) GroupView {
+	v.Offsets = slices.DeleteFunc(slices.Clone(v.Offsets), func(o PartitionView) bool { return !describable(o.Topic) })
+	return v
+}
+
 // Unknown reports whether no group has v's id: it is described Dead (or
 // without a state) with nothing committed, as an id nobody used is.
 func (v GroupView) Unknown() bool {

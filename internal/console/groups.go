@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -41,7 +40,8 @@ type groupsPage struct {
 // groups lists every group of the cluster (ListGroups of every broker) and
 // describes the consumer groups, classic and KIP-848, with admin.GroupViews,
 // as their own pages do: members, partitions and lag wherever their
-// coordinators and partition leaders are. Share and streams groups are listed
+// coordinators and partition leaders are, of the topics the principal may
+// DESCRIBE. Share and streams groups are listed
 // with their state.
 func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
 	pg := groupsPage{base: c.base("Consumer groups", "groups"), Available: c.cfg.Admin != nil}
@@ -72,7 +72,7 @@ func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
 		}
 		for i := range pg.Groups {
 			if v, ok := views[pg.Groups[i].ID]; ok {
-				summarize(&pg.Groups[i], v)
+				summarize(&pg.Groups[i], v.OnlyTopics(describableTopics(r)))
 			}
 		}
 	}
@@ -135,8 +135,9 @@ type groupError struct {
 // viewGroup describes a group over the Kafka protocol (Config.Admin) with
 // admin.GroupViews, as `strata group describe` and the HTTP API's
 // GET /groups/{group} do: whichever node coordinates it, with the offsets of
-// partitions led anywhere.
-func (c *Console) viewGroup(ctx context.Context, id string) (admin.GroupView, *groupError) {
+// partitions led anywhere, of the topics r's principal may DESCRIBE.
+func (c *Console) viewGroup(r *http.Request, id string) (admin.GroupView, *groupError) {
+	ctx := r.Context()
 	if c.cfg.Admin == nil {
 		return admin.GroupView{}, &groupError{http.StatusServiceUnavailable, "Groups unavailable", errNoAdmin}
 	}
@@ -153,7 +154,16 @@ func (c *Console) viewGroup(ctx context.Context, id string) (admin.GroupView, *g
 	if v.Unknown() {
 		return v, &groupError{http.StatusNotFound, "Unknown group", fmt.Errorf("there is no group %q", id)}
 	}
-	return v, nil
+	return v.OnlyTopics(describableTopics(r)), nil
+}
+
+// describableTopics reports whether r's principal may DESCRIBE a topic: a
+// group's offsets and lag show those topics only, as Kafka's OffsetFetch
+// answers them.
+func describableTopics(r *http.Request) func(topic string) bool {
+	return func(topic string) bool {
+		return httpauth.Check(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
+	}
 }
 
 // lagOf is the lag table of v and its total over the partitions with a known
@@ -203,7 +213,7 @@ func (c *Console) group(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) groupPage(r *http.Request, id string) (groupPage, *groupError) {
 	pg := groupPage{base: c.base("Group "+id, "groups"), ID: id, Form: resetForm{To: "earliest"}}
-	v, gerr := c.viewGroup(r.Context(), id)
+	v, gerr := c.viewGroup(r, id)
 	if gerr != nil {
 		return pg, gerr
 	}
@@ -235,7 +245,7 @@ func (c *Console) groupPage(r *http.Request, id string) (groupPage, *groupError)
 // of the group.
 func (c *Console) lagJSON(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("group")
-	v, gerr := c.viewGroup(r.Context(), id)
+	v, gerr := c.viewGroup(r, id)
 	if gerr != nil {
 		writeJSON(w, gerr.status, map[string]string{"error": gerr.err.Error()})
 		return

@@ -83,6 +83,48 @@ func TestGroupPageListsOnlyDescribableTopics(t *testing.T) {
 	}
 }
 
+// TestGroupLagListsOnlyDescribableTopics: the group page's lag rows, its lag
+// JSON and the groups list's partitions and lag cover the topics the principal
+// may DESCRIBE only, as Kafka's OffsetFetch answers them; they showed every
+// topic the group committed to anyone allowed to see the group.
+func TestGroupLagListsOnlyDescribableTopics(t *testing.T) {
+	n, adm, ctx := nodeWithJobs(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "secret"); err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := client(t, n)
+	produce(t, cl, "secret", 0, "s", 3)
+	var o kadm.Offsets
+	o.Add(kadm.Offset{Topic: "jobs", Partition: 0, At: 0, LeaderEpoch: -1})
+	o.Add(kadm.Offset{Topic: "secret", Partition: 0, At: 0, LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(ctx, "g", o); err != nil {
+		t.Fatal(err)
+	}
+	cfg := n.ConsoleConfig()
+	cfg.Guard = anonymousGuard(
+		anonymousACL(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLPermissionTypeAllow),
+		anonymousACL(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, "g", kmsg.ACLPermissionTypeAllow),
+		anonymousACL(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, "jobs", kmsg.ACLPermissionTypeAllow))
+	srv := httptest.NewServer(console.New(cfg).Handler())
+	defer srv.Close()
+	status, body := get(t, srv.URL+"/console/groups/g")
+	if status != http.StatusOK || strings.Contains(body, "secret") {
+		t.Fatalf("group page: %d, names topic secret, which the principal may not describe:\n%s", status, body)
+	}
+	mustContain(t, "group page", body, `<span class="value" id="total-lag">0</span>`)
+	status, body = get(t, srv.URL+"/console/api/groups/g/lag")
+	if status != http.StatusOK || strings.Contains(body, "secret") || !strings.Contains(body, `"total":0`) {
+		t.Fatalf("lag JSON: %d, want only topic jobs and total 0:\n%s", status, body)
+	}
+	status, body = get(t, srv.URL+"/console/groups")
+	if status != http.StatusOK {
+		t.Fatalf("groups list: %d:\n%s", status, body)
+	}
+	row := body[strings.Index(body, `<tr data-group="g">`):]
+	row = row[:strings.Index(row, "</tr>")]
+	mustContain(t, "groups list row", row, `<td class="num">1</td>`, `data-field="lag">0<`)
+}
+
 // TestPagesRefuseFraming: every answer forbids other sites to frame it (else a
 // page could overlay the reset-offsets button and have a user click it: a
 // same-origin post that cross-origin protection lets through) and to sniff

@@ -276,6 +276,11 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		}
 	}
 	cg := g.cg
+	cg.subs.describe = cl.DescribeTopic
+	if cg.subs.describe == nil {
+		cg.subs.describe = func(string) bool { return true }
+	}
+	defer func() { cg.subs.describe = nil }()
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
 		return g.consumerLeaveLocked(req)
 	}
@@ -538,7 +543,8 @@ func (cg *consumerGroup) updateSubscription(m *cmember, req *kmsg.ConsumerGroupH
 	return subscription, metadata
 }
 
-// subscribedTopicsLocked returns the existing topics m subscribes to, sorted.
+// subscribedTopicsLocked returns the existing topics m subscribes to, sorted:
+// its pattern's are those it resolved to.
 func (g *group) subscribedTopicsLocked(m *cmember) []string {
 	cat := g.topicsLocked()
 	var out []string
@@ -547,10 +553,13 @@ func (g *group) subscribedTopicsLocked(m *cmember) []string {
 			out = append(out, t)
 		}
 	}
-	if m.re != nil {
-		for _, t := range cat.TopicNames() {
-			if m.re.MatchString(t) && !slices.Contains(out, t) {
-				out = append(out, t)
+	if m.regex != "" {
+		g.matchedTopicsLocked()
+		if p := g.cg.subs.patterns[m.regex]; p != nil {
+			for _, t := range p.topics {
+				if _, _, ok := cat.Topic(t); ok && !slices.Contains(out, t) {
+					out = append(out, t)
+				}
 			}
 		}
 	}

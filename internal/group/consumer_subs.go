@@ -26,6 +26,11 @@ type subscriptions struct {
 	// dropped holds the patterns no member uses any more since the
 	// group-level records were last compared (their records go).
 	dropped map[string]struct{}
+	// describe is, during a member's heartbeat, whether its principal may
+	// DESCRIBE a topic: patterns resolve in that member's context only, to
+	// the topics it may see, as Kafka's TopicRegexResolver does. Outside a
+	// heartbeat it is nil and patterns only lose the topics deleted since.
+	describe func(topic string) bool
 }
 
 // patternCount is one distinct subscription pattern, its members and what it
@@ -96,9 +101,9 @@ func (s *subscriptions) count(m *cmember, delta int) {
 }
 
 // matchedTopics returns the topics of cat some pattern matches, resolving
-// each pattern again when the catalog's version moved; changed reports that a
-// pattern was resolved for the first time or to other topics (it takes the
-// version and time now then).
+// each pattern again, during a heartbeat (s.describe set), when the catalog's
+// version moved; changed reports that a pattern was resolved for the first
+// time or to other topics (it takes the version and time now then).
 func (s *subscriptions) matchedTopics(cat TopicCatalog, now time.Time) (matched map[string]struct{}, changed bool) {
 	if len(s.patterns) == 0 {
 		return nil, false
@@ -109,32 +114,42 @@ func (s *subscriptions) matchedTopics(cat TopicCatalog, now time.Time) (matched 
 	}
 	var names []string
 	for _, p := range s.patterns {
-		if p.resolved && p.checked == version {
+		if p.resolved && p.checked == version || s.describe == nil && !p.resolved {
 			continue
+		}
+		allow := s.describe
+		if allow == nil { // outside a heartbeat: only drop the topics that went
+			prev := p.topics
+			allow = func(t string) bool { _, ok := slices.BinarySearch(prev, t); return ok }
 		}
 		if names == nil {
 			names = cat.TopicNames()
 		}
-		if topics := p.match(names); !p.resolved || !slices.Equal(topics, p.topics) {
+		if topics := p.match(names, allow); !p.resolved || !slices.Equal(topics, p.topics) {
 			p.resolved, p.topics, p.version, p.at = true, topics, version, now
 			changed = true
 		}
-		p.checked = version
-	}
-	s.matched, s.version = make(map[string]struct{}), version
-	for _, p := range s.patterns {
-		for _, t := range p.topics {
-			s.matched[t] = struct{}{}
+		if s.describe != nil {
+			p.checked = version
 		}
 	}
-	return s.matched, changed
+	matched = make(map[string]struct{})
+	for _, p := range s.patterns {
+		for _, t := range p.topics {
+			matched[t] = struct{}{}
+		}
+	}
+	if s.describe != nil { // resolved at version: kept until it moves
+		s.matched, s.version = matched, version
+	}
+	return matched, changed
 }
 
-// match returns the names the pattern matches, sorted.
-func (p *patternCount) match(names []string) []string {
+// match returns the names the pattern matches that describable allows, sorted.
+func (p *patternCount) match(names []string, describable func(topic string) bool) []string {
 	topics := []string{}
 	for _, t := range names {
-		if p.re.MatchString(t) {
+		if p.re.MatchString(t) && describable(t) {
 			topics = append(topics, t)
 		}
 	}

@@ -877,6 +877,10 @@ type clientKey struct{}
 type Client struct {
 	ID   string // the request header's client id
 	Host string // Kafka shows the peer address as "/127.0.0.1"
+	// DescribeTopic reports whether the client's principal may DESCRIBE a
+	// topic: a consumer group's patterns resolve to those topics only. nil
+	// allows every topic.
+	DescribeTopic func(topic string) bool
 }
 
 // WithClient returns ctx carrying the client of a request. JoinGroup records it for

@@ -7,7 +7,9 @@ package handlers
 // A heartbeat never waits: the coordinator answers with the member's epoch and,
 // when it changed, its assignment. As in Kafka (KAFKA-18813), a heartbeat that
 // subscribes to a topic the principal may not DESCRIBE is answered
-// TOPIC_AUTHORIZATION_FAILED without reaching the coordinator.
+// TOPIC_AUTHORIZATION_FAILED without reaching the coordinator, and a
+// SubscribedTopicRegex resolves to the topics the principal may DESCRIBE only
+// (Kafka's TopicRegexResolver).
 
 import (
 	"context"
@@ -29,6 +31,6 @@ func (h *Handlers) consumerGroupHeartbeat(ctx context.Context, c *protocol.ConnI
 			return reply(resp)
 		}
 	}
-	cl := group.Client{ID: c.ClientID(), Host: hostOf(c.RemoteAddr)}
+	cl := group.Client{ID: c.ClientID(), Host: hostOf(c.RemoteAddr), DescribeTopic: describable}
 	return reply(h.groups.ConsumerGroupHeartbeat(group.WithClient(ctx, cl), req))
 }

@@ -99,7 +99,8 @@ type groupOffset struct {
 
 // handleDescribeGroup shows a group as its coordinator, wherever it is, sees it,
 // a classic or a KIP-848 consumer group: members and their assignments, and per
-// partition the committed offset, the log ends and the lag.
+// partition the committed offset, the log ends and the lag. Offsets and lag
+// cover the topics the caller may DESCRIBE only, as Kafka's OffsetFetch does.
 func (a *API) handleDescribeGroup(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("group")
 	views, err := admin.GroupViews(r.Context(), a.admin, id)
@@ -116,6 +117,9 @@ func (a *API) handleDescribeGroup(w http.ResponseWriter, r *http.Request) {
 		writeError(w, unknownGroup(id))
 		return
 	}
+	v = v.OnlyTopics(func(topic string) bool {
+		return httpauth.Check(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
+	})
 	ans := groupOut{Group: id, State: v.State, ProtocolType: v.ProtocolType, Protocol: v.Protocol, Members: []memberOut{}, Offsets: []groupOffset{}}
 	for _, m := range v.Members {
 		mo := memberOut{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.Host, Assignment: []topicPartitions{}}
