@@ -14,14 +14,17 @@ package handlers
 // Synonyms and documentation as Kafka
 // 4.4 lists them (metadata.ConfigEntry); loggers have neither. A broker key
 // Kafka defines without a default (log.retention.ms) set nowhere is null. Sensitive configs: none. An invalid topic name is INVALID_TOPIC_EXCEPTION,
-// an unknown one UNKNOWN_TOPIC_OR_PARTITION; a broker id but this broker's
+// an unknown one UNKNOWN_TOPIC_OR_PARTITION; a broker id is parsed as an
+// integer ("01" is broker 1), and one but this broker's, or not an integer, is
 // INVALID_REQUEST, as Kafka answers (clients send a broker's resource to it),
 // in Kafka's words ("expected 1 or empty string, but received 2").
 
 import (
 	"context"
 	"slices"
+	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/metadata"
@@ -43,11 +46,14 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 				entries, err = img.DescribeTopicConfigs(rr.ResourceName)
 			}
 		case metadata.ResourceBroker:
-			if err = metadata.ValidateBrokerResource(rr.ResourceName); err == nil && rr.ResourceName != "" {
-				err = h.checkOwnIDAs(rr.ResourceName, " or empty string")
+			name := rr.ResourceName
+			if name != "" {
+				// Kafka describes its own configs under any spelling of its id.
+				err = h.checkOwnID(name, describeBrokerNotInt, describeBrokerOther)
+				name = strconv.Itoa(int(h.cfg.NodeID))
 			}
 			if err == nil {
-				entries = img.BrokerConfigEntries(rr.ResourceName)
+				entries = img.BrokerConfigEntries(name)
 			}
 		case metadata.ResourceGroup:
 			if err = metadata.ValidateGroupResource(rr.ResourceName); err == nil {
@@ -60,7 +66,9 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 		case metadata.ResourceBrokerLogger:
 			if h.cfg.Loggers == nil {
 				_, err = metadata.LookupConfig(metadata.ResourceBrokerLogger, "") // the unsupported type's refusal
-			} else if err = h.checkOwnID(rr.ResourceName); err == nil {
+			} else if rr.ResourceName == "" {
+				err = &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: describeLoggerNoBroker}
+			} else if err = h.checkOwnID(rr.ResourceName, describeBrokerNotInt, describeLoggerOther); err == nil {
 				for _, l := range h.cfg.Loggers.List() {
 					entries = append(entries, metadata.ConfigEntry{Name: l.Name, Value: l.Level, Source: metadata.SourceBrokerLogger})
 				}

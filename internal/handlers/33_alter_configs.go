@@ -98,7 +98,7 @@ func (h *Handlers) refuseOtherBrokers(ctx context.Context, n int, resource func(
 		if metadata.ResourceType(typ) != metadata.ResourceBroker || name == "" {
 			continue
 		}
-		if err := h.checkOwnID(name); err != nil {
+		if err := h.checkOwnID(name, alterBrokerNotInt, alterBrokerOther); err != nil {
 			if refused == nil {
 				refused = make([]*localAnswer, n)
 			}
@@ -108,17 +108,29 @@ func (h *Handlers) refuseOtherBrokers(ctx context.Context, n int, resource func(
 	return refused
 }
 
-// checkOwnID refuses a broker (or broker logger) resource that names another
-// broker, in Kafka's words.
-func (h *Handlers) checkOwnID(name string) error {
-	return h.checkOwnIDAs(name, "")
-}
+// Kafka 4.4's refusals of a broker resource name that is not this broker's id:
+// the format of a name that is not an integer, then of another id (given the
+// node id, the name and the parsed id).
+const (
+	describeBrokerNotInt   = "Broker id must be an integer, but it is: %s"
+	describeBrokerOther    = "Unexpected broker id, expected %[1]d or empty string, but received %[2]s"
+	describeLoggerOther    = "Unexpected broker id, expected %[1]d but received %[2]s"
+	alterBrokerNotInt      = "Node id must be an integer, but it is: %s"
+	alterBrokerOther       = "Unexpected broker id, expected %[1]d, but received %[2]s"
+	alterLoggerOther       = "Unexpected node id. Expected %[1]d, but received %[3]d"
+	describeLoggerNoBroker = "Broker id must not be empty"
+)
 
-// checkOwnIDAs is checkOwnID with Kafka's wording of the expected id:
-// DescribeConfigs of a broker says " or empty string", others nothing.
-func (h *Handlers) checkOwnIDAs(name, orElse string) error {
-	if own := strconv.Itoa(int(h.cfg.NodeID)); name != own {
-		return &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: fmt.Sprintf("Unexpected broker id, expected %s%s, but received %s", own, orElse, name)}
+// checkOwnID refuses a resource name that is not this broker's id, parsed as
+// Kafka parses it (a sign and leading zeros allowed: "01" is broker 1), in the
+// words notInt and other.
+func (h *Handlers) checkOwnID(name, notInt, other string) error {
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: fmt.Sprintf(notInt, name)}
+	}
+	if int32(id) != h.cfg.NodeID {
+		return &metadata.KafkaError{Code: kerr.InvalidRequest.Code, Msg: fmt.Sprintf(other, h.cfg.NodeID, name, id)}
 	}
 	return nil
 }

@@ -104,7 +104,7 @@ func (h *Handlers) changeBrokerLoggers(ctx context.Context, req *kmsg.Incrementa
 }
 
 func (h *Handlers) changeLoggers(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
-	if err := h.checkOwnID(rr.ResourceName); err != nil {
+	if err := h.checkOwnID(rr.ResourceName, alterBrokerNotInt, alterLoggerOther); err != nil {
 		return err
 	}
 	levels := h.cfg.Loggers

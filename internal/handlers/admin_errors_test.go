@@ -1035,3 +1035,89 @@ func derefString(s *string) string {
 	}
 	return *s
 }
+
+// TestConfigsBrokerIDParsedAsKafka checks the broker (and broker logger)
+// resource names of DescribeConfigs, AlterConfigs and IncrementalAlterConfigs
+// on broker 1: Kafka 4.4 parses them as integers (ConfigHelper,
+// ConfigAdminManager, RuntimeLoggerManager), so "01" and "+1" name broker 1,
+// and words each refusal as below (validate only; "" names no broker).
+func TestConfigsBrokerIDParsedAsKafka(t *testing.T) {
+	h := newAdminHandlersWith(t, Config{Loggers: loglevels.New(slog.LevelInfo)})
+	broker, logger := kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger
+	const (
+		describe = iota
+		alter
+		incremental
+	)
+	for _, tt := range []struct {
+		api  int
+		rt   kmsg.ConfigResourceType
+		name string
+		msg  string // "" accepted
+	}{
+		{describe, broker, "01", ""},
+		{describe, broker, "+1", ""},
+		{describe, broker, "x", "Broker id must be an integer, but it is: x"},
+		{describe, broker, "+2", "Unexpected broker id, expected 1 or empty string, but received +2"},
+		{describe, logger, "01", ""},
+		{describe, logger, "", "Broker id must not be empty"},
+		{describe, logger, "x", "Broker id must be an integer, but it is: x"},
+		{describe, logger, "2", "Unexpected broker id, expected 1 but received 2"},
+		{alter, broker, "x", "Node id must be an integer, but it is: x"},
+		{alter, broker, "02", "Unexpected broker id, expected 1, but received 02"},
+		{incremental, broker, "1.0", "Node id must be an integer, but it is: 1.0"},
+		{incremental, broker, "2", "Unexpected broker id, expected 1, but received 2"},
+		{incremental, logger, "+1", ""},
+		{incremental, logger, "", "Node id must be an integer, but it is: "},
+		{incremental, logger, "02", "Unexpected node id. Expected 1, but received 2"},
+	} {
+		var code int16
+		var msg *string
+		switch tt.api {
+		case describe:
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			rr := kmsg.NewDescribeConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = tt.rt, tt.name
+			req.Resources = append(req.Resources, rr)
+			r := serve(t, h, req).(*kmsg.DescribeConfigsResponse).Resources[0]
+			code, msg = r.ErrorCode, r.ErrorMessage
+			if code == 0 && len(r.Configs) == 0 {
+				t.Errorf("describe %v %q: no configs", tt.rt, tt.name)
+			}
+		case alter:
+			req := kmsg.NewPtrAlterConfigsRequest()
+			req.ValidateOnly = true
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = tt.rt, tt.name
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "log.retention.ms", kmsg.StringPtr("1000")
+			rr.Configs = append(rr.Configs, c)
+			req.Resources = append(req.Resources, rr)
+			r := serve(t, h, req).(*kmsg.AlterConfigsResponse).Resources[0]
+			code, msg = r.ErrorCode, r.ErrorMessage
+		case incremental:
+			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			req.ValidateOnly = true
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = tt.rt, tt.name
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "log.retention.ms", kmsg.StringPtr("1000")
+			if tt.rt == logger {
+				c.Name, c.Value = "root", kmsg.StringPtr("DEBUG")
+			}
+			rr.Configs = append(rr.Configs, c)
+			req.Resources = append(req.Resources, rr)
+			r := serve(t, h, req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+			code, msg = r.ErrorCode, r.ErrorMessage
+		}
+		if tt.msg == "" {
+			if code != 0 {
+				t.Errorf("api %d %v %q: code %d (%s), want accepted", tt.api, tt.rt, tt.name, code, derefString(msg))
+			}
+			continue
+		}
+		if code != kerr.InvalidRequest.Code || derefString(msg) != tt.msg {
+			t.Errorf("api %d %v %q: code %d %q, want INVALID_REQUEST %q", tt.api, tt.rt, tt.name, code, derefString(msg), tt.msg)
+		}
+	}
+}

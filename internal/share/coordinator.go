@@ -158,7 +158,10 @@ func (sh *stateShard) entry(k Key, create bool) *stateEntry {
 	return e
 }
 
-// append writes k's value (nil: a tombstone) and returns its code.
+// append writes k's value (nil: a tombstone) and returns its code, as Kafka
+// 4.4's share coordinator maps a failed write: a lost partition or failed log
+// NOT_COORDINATOR, a batch too large UNKNOWN_SERVER_ERROR, and anything else
+// (too few in-sync replicas, a timeout) COORDINATOR_NOT_AVAILABLE.
 func (c *Coordinator) append(ctx context.Context, k Key, value []byte) int16 {
 	_, err := c.log.Append(ctx, statePartition(k, c.partitions), []group.Record{{Key: encodeKey(k), Value: value}})
 	switch {
@@ -166,10 +169,10 @@ func (c *Coordinator) append(ctx context.Context, k Key, value []byte) int16 {
 		return 0
 	case errors.Is(err, group.ErrNotCoordinator):
 		return kerr.NotCoordinator.Code
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return kerr.RequestTimedOut.Code
+	case errors.Is(err, group.ErrRecordTooLarge):
+		return kerr.UnknownServerError.Code
 	}
-	return kerr.UnknownServerError.Code
+	return kerr.CoordinatorNotAvailable.Code
 }
 
 // Read returns k's state for a share-partition leader of leaderEpoch (-1: a

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-stream/strata/internal/group"
+	"github.com/strata-stream/strata/internal/replica"
 )
 
 // memStateLog is a StateLog in memory: the records of each partition, appended
@@ -268,6 +269,66 @@ func TestCoordinatorRefusesNewerVersions(t *testing.T) {
 			err := NewCoordinator(log, 1).LoadPartition(context.Background(), 0, log.replay(0))
 			if tc.ok != (err == nil) || err != nil && !errors.Is(err, ErrCorruptState) {
 				t.Fatalf("loading: %v (want success: %v)", err, tc.ok)
+			}
+		})
+	}
+}
+
+// failingStateLog is a StateLog whose appends fail with err once set.
+type failingStateLog struct {
+	memStateLog
+	err error
+}
+
+func (l *failingStateLog) Append(ctx context.Context, p int32, records []group.Record) (int64, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	return l.memStateLog.Append(ctx, p, records)
+}
+
+// TestCoordinatorWriteFailureCodes checks the codes of state writes that fail,
+// as Kafka 4.4's ShareCoordinatorService maps them
+// (CoordinatorOperationExceptionHelper): a lost partition or failed log
+// NOT_COORDINATOR, too few in-sync replicas or a timeout
+// COORDINATOR_NOT_AVAILABLE, a batch too large UNKNOWN_SERVER_ERROR.
+func TestCoordinatorWriteFailureCodes(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		err  error
+		want int16
+	}{
+		{"lost leadership", fmt.Errorf("%w: deposed", group.ErrNotCoordinator), kerr.NotCoordinator.Code},
+		{"not enough replicas", replica.ErrNotEnoughReplicas, kerr.CoordinatorNotAvailable.Code},
+		{"not enough replicas after append", replica.ErrNotEnoughReplicasAfterAppend, kerr.CoordinatorNotAvailable.Code},
+		{"high-water mark timeout", replica.ErrTimeout, kerr.CoordinatorNotAvailable.Code},
+		{"deadline", context.DeadlineExceeded, kerr.CoordinatorNotAvailable.Code},
+		{"too large", fmt.Errorf("%w: 2 MiB", group.ErrRecordTooLarge), kerr.UnknownServerError.Code},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			log := &failingStateLog{}
+			c := NewCoordinator(log, 1)
+			if err := c.LoadPartition(ctx, 0, log.replay(0)); err != nil {
+				t.Fatal(err)
+			}
+			k := Key{Group: "g", TopicID: [16]byte{1}, Partition: 0}
+			if code := c.Initialize(ctx, k, 0, 0); code != 0 {
+				t.Fatalf("initialize: code %d", code)
+			}
+			log.err = tt.err
+			for _, op := range []struct {
+				name string
+				do   func() int16
+			}{
+				{"initialize", func() int16 { return c.Initialize(ctx, k, 1, 0) }},
+				{"read with a newer leader epoch", func() int16 { _, _, code := c.Read(ctx, k, 3); return code }},
+				{"write", func() int16 { return c.Write(ctx, k, Snapshot{LeaderEpoch: -1, Start: 1}) }},
+				{"delete", func() int16 { return c.Delete(ctx, k) }},
+			} {
+				if got := op.do(); got != tt.want {
+					t.Errorf("%s: code %d, want %d", op.name, got, tt.want)
+				}
 			}
 		})
 	}
