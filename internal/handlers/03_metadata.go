@@ -270,8 +270,8 @@ func (d *topicDescriber) describe(img *metadata.Image, t *metadata.Topic) kmsg.M
 			mp.Replicas, mp.ISR = liveReplicas(img, p.Replicas), liveReplicas(img, p.ISR)
 		}
 		switch {
-		case !leaderLive(img, p):
-			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		case !leaderRegistered(img, p):
+			mp.Leader, mp.ErrorCode = metadata.NoLeader, kerr.LeaderNotAvailable.Code
 		case len(mp.Replicas) < len(p.Replicas) || len(mp.ISR) < len(p.ISR):
 			mp.ErrorCode = kerr.ReplicaNotAvailable.Code
 		}
@@ -302,9 +302,11 @@ func liveReplicas(img *metadata.Image, ids []int32) []int32 {
 	return slices.DeleteFunc(slices.Clone(ids), func(id int32) bool { return !img.IsLive(id) })
 }
 
-// leaderLive reports whether p has a leader and it is live.
-func leaderLive(img *metadata.Image, p *metadata.Partition) bool {
-	return p.Leader != metadata.NoLeader && img.IsLive(p.Leader)
+// leaderRegistered reports whether p's leader is a registered broker, fenced
+// or not: as Kafka's KRaftMetadataCache, Metadata and DescribeTopicPartitions
+// name such a leader, and answer leader -1 only for one that is not.
+func leaderRegistered(img *metadata.Image, p *metadata.Partition) bool {
+	return img.Broker(p.Leader) != nil
 }
 
 // OffsetsTopic is the internal topic holding consumer group offsets.

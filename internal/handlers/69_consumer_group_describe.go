@@ -39,7 +39,7 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, c *protocol.ConnIn
 		}
 		if !assignsOnly(g, describable) {
 			d := kmsg.NewConsumerGroupDescribeResponseGroup()
-			msg := "the group has topics the client is not authorized to describe"
+			msg := hiddenTopicsMessage
 			d.Group, d.ErrorCode, d.ErrorMessage, d.Members = g.Group, kerr.TopicAuthorizationFailed.Code, &msg, []kmsg.ConsumerGroupDescribeResponseGroupMember{}
 			g = d
 		}
@@ -47,6 +47,11 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, c *protocol.ConnIn
 	}
 	return reply(resp)
 }
+
+// hiddenTopicsMessage is Kafka's message for a consumer or share group
+// answered TOPIC_AUTHORIZATION_FAILED because a member's assignment names a
+// topic the principal may not DESCRIBE.
+const hiddenTopicsMessage = "The group has described topic(s) that the client is not authorized to describe."
 
 // describableGroups returns the groups of ids the principal may DESCRIBE and
 // calls denied for each of the others, in order (the group describe APIs).

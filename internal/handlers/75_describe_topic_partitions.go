@@ -17,7 +17,9 @@ package handlers
 //     partition left out. A topic none of whose partitions fit is left out whole.
 //   - A cursor topic not among the named topics, or a negative cursor partition,
 //     is INVALID_REQUEST on every named topic.
-//   - A partition whose leader is not live has leader -1 (no partition error).
+//   - A partition whose leader is not a registered broker has leader -1 (no
+//     partition error); a fenced leader is named, as Kafka's metadata cache
+//     answers (its replica is offline).
 //     Strata has no eligible leader replicas: EligibleLeaderReplicas and
 //     LastKnownELR are empty (never null: Kafka's client reads them as lists).
 //   - Every topic answered but the denied ones has its authorized operations
@@ -130,7 +132,7 @@ func describePartition(img *metadata.Image, p *metadata.Partition) kmsg.Describe
 	rp.EligibleLeaderReplicas, rp.LastKnownELR = []int32{}, []int32{}
 	rp.OfflineReplicas = offlineReplicas(img, p)
 	rp.LeaderID = p.Leader
-	if !leaderLive(img, p) {
+	if !leaderRegistered(img, p) {
 		rp.LeaderID = metadata.NoLeader
 	}
 	return rp

@@ -5,6 +5,9 @@ package handlers
 // answers (checked side by side, interop/cmd/sharecompare), each group needs
 // DESCRIBE on it (GROUP_AUTHORIZATION_FAILED for that group alone, the others are
 // described), and the authorized operations are the principal's on the group.
+// A group a member of which is assigned a topic the principal may not DESCRIBE
+// is answered TOPIC_AUTHORIZATION_FAILED without its members (Kafka 4.4's
+// KafkaApis.handleShareGroupDescribe).
 
 import (
 	"context"
@@ -24,9 +27,17 @@ func (h *Handlers) shareGroupDescribe(ctx context.Context, c *protocol.ConnInfo,
 	if len(allowed) > 0 {
 		inner := *req
 		inner.GroupIDs = allowed
+		describable := h.topicCheck(ctx, c, kmsg.ACLOperationDescribe)
 		for _, g := range h.groups.ShareGroupDescribe(ctx, &inner).Groups {
 			if g.ErrorCode == 0 && req.IncludeAuthorizedOperations {
 				g.AuthorizedOperations = h.authorizedOperations(ctx, c, resGroup, g.GroupID)
+			}
+			if !shareAssignsOnly(g, describable) {
+				d := kmsg.NewShareGroupDescribeResponseGroup()
+				msg := hiddenTopicsMessage
+				d.GroupID, d.ErrorCode, d.ErrorMessage = g.GroupID, kerr.TopicAuthorizationFailed.Code, &msg
+				d.Members = []kmsg.ShareGroupDescribeResponseGroupMember{}
+				g = d
 			}
 			described[g.GroupID] = g
 		}
@@ -41,4 +52,17 @@ func (h *Handlers) shareGroupDescribe(ctx context.Context, c *protocol.ConnInfo,
 		resp.Groups = append(resp.Groups, g)
 	}
 	return reply(resp)
+}
+
+// shareAssignsOnly reports whether every topic assigned to g's members passes
+// ok.
+func shareAssignsOnly(g kmsg.ShareGroupDescribeResponseGroup, ok func(string) bool) bool {
+	for _, m := range g.Members {
+		for _, tp := range m.Assignment.TopicPartitions {
+			if !ok(tp.Topic) {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -141,7 +141,7 @@ func TestDescribeTopicPartitions(t *testing.T) {
 // TestDescribeTopicPartitionsFields: a partition's fields and a topic's, as
 // they reach the client (encoded and read back): ELR lists empty, not null
 // (Kafka's AdminClient reads them as lists); a partition whose leader is fenced
-// has leader -1 and its replica offline, but no error; authorized operations
+// names it, its replica offline, and no error (Kafka 4.4's KRaftMetadataCache); authorized operations
 // are every topic operation without an authorizer, DESCRIBE alone with
 // alice's ACL (Kafka 4.4: 0xdf8 and 0x100), and unset on denied topics.
 func TestDescribeTopicPartitionsFields(t *testing.T) {
@@ -178,7 +178,7 @@ func TestDescribeTopicPartitionsFields(t *testing.T) {
 			for _, p := range c.Partitions {
 				wantLeader, wantOffline := int32(1), 0
 				if p.Partition == 1 {
-					wantLeader, wantOffline = -1, 1
+					wantLeader, wantOffline = 2, 1
 				}
 				if p.ErrorCode != 0 || p.LeaderID != wantLeader || p.LeaderEpoch != 4 || len(p.Replicas) != 1 || len(p.ISR) != 1 ||
 					len(p.OfflineReplicas) != wantOffline || p.EligibleLeaderReplicas == nil || p.LastKnownELR == nil ||

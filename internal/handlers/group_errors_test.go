@@ -326,7 +326,8 @@ func TestGroupAuthorizedOperations(t *testing.T) {
 // DESCRIBE on each group, not on the cluster (a principal with DESCRIBE on a
 // group was refused CLUSTER_AUTHORIZATION_FAILED); a denied group never
 // reaches the coordinator; a group assigning a topic the principal may not
-// DESCRIBE is TOPIC_AUTHORIZATION_FAILED without its members (KAFKA-18813).
+// DESCRIBE is TOPIC_AUTHORIZATION_FAILED without its members (KAFKA-18813),
+// with Kafka 4.4's message (Strata had its own words).
 func TestConsumerGroupDescribeAuthorization(t *testing.T) {
 	describe := kmsg.ACLOperationDescribe
 	h, groups := newGroupHandlers(t, allowAnonymous(describe, resGroup, "g", describe, resTopic, "t"))
@@ -354,9 +355,10 @@ func TestConsumerGroupDescribeAuthorization(t *testing.T) {
 	groups.members = []kmsg.ConsumerGroupDescribeResponseGroupMember{member}
 	req.Groups = []string{"g"}
 	g := serve(t, h, req).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
-	if g.ErrorCode != kerr.TopicAuthorizationFailed.Code || len(g.Members) != 0 || g.ErrorMessage == nil {
-		t.Errorf("a group assigning a hidden topic: %v with %d members (message %v), want TOPIC_AUTHORIZATION_FAILED, none and a message",
-			kerr.ErrorForCode(g.ErrorCode), len(g.Members), g.ErrorMessage)
+	const wantMsg = "The group has described topic(s) that the client is not authorized to describe." // Kafka 4.4's
+	if g.ErrorCode != kerr.TopicAuthorizationFailed.Code || len(g.Members) != 0 || g.ErrorMessage == nil || *g.ErrorMessage != wantMsg {
+		t.Errorf("a group assigning a hidden topic: %v with %d members (message %q), want TOPIC_AUTHORIZATION_FAILED, none and %q",
+			kerr.ErrorForCode(g.ErrorCode), len(g.Members), nullable(g.ErrorMessage), wantMsg)
 	}
 }
 

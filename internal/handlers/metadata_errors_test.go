@@ -476,3 +476,69 @@ func TestOffsetsTopicSettings(t *testing.T) {
 		t.Errorf("%d partitions, replication factor %d, configs %v; want 5, -1, %v", got.NumPartitions, got.ReplicationFactor, configs, want)
 	}
 }
+
+// TestFencedLeaderAsKafka: as Kafka 4.4's KRaftMetadataCache answers a
+// partition, a leader that is registered but fenced is still named, without a
+// partition error (Metadata v0, listing live replicas only, is
+// REPLICA_NOT_AVAILABLE); only a leader that is not registered at all is
+// LEADER_NOT_AVAILABLE with leader -1. Strata named neither, and the
+// unregistered one with LEADER_NOT_AVAILABLE in Metadata. Topic c's partition 1 is led by broker 2, fenced; topic e's by
+// broker 9, never registered.
+func TestFencedLeaderAsKafka(t *testing.T) {
+	h := newDTPHandlers(t, nil)
+	eID := metadata.UUID{0xd7, 9}
+	img, err := metadata.ApplyAll(h.cluster.Image(), []metadata.Record{
+		&metadata.TopicRecord{Name: "e", ID: eID},
+		&metadata.PartitionRecord{TopicID: eID, Partition: 0, Replicas: []int32{9}, ISR: []int32{9}, Leader: 9, LeaderEpoch: 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cluster = fakeCluster{img: img}
+	code := func(c int16) string {
+		if c == 0 {
+			return "NONE"
+		}
+		return kerr.ErrorForCode(c).(*kerr.Error).Message
+	}
+	for _, tc := range []struct {
+		version int16
+		want    []string
+	}{
+		{0, []string{
+			"c/0: leader 1 replicas [1] isr [1] offline [] NONE",
+			"c/1: leader 2 replicas [] isr [] offline [2] REPLICA_NOT_AVAILABLE",
+			"e/0: leader -1 replicas [] isr [] offline [9] LEADER_NOT_AVAILABLE",
+		}},
+		{12, []string{
+			"c/0: leader 1 replicas [1] isr [1] offline [] NONE",
+			"c/1: leader 2 replicas [2] isr [2] offline [2] NONE",
+			"e/0: leader -1 replicas [9] isr [9] offline [9] LEADER_NOT_AVAILABLE",
+		}},
+	} {
+		resp := serve(t, h, metadataTopics(tc.version, byName("c"), byName("e"))).(*kmsg.MetadataResponse)
+		var got []string
+		for _, mt := range resp.Topics {
+			for _, mp := range mt.Partitions {
+				got = append(got, fmt.Sprintf("%s/%d: leader %d replicas %v isr %v offline %v %s",
+					nullable(mt.Topic), mp.Partition, mp.Leader, mp.Replicas, mp.ISR, mp.OfflineReplicas, code(mp.ErrorCode)))
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Metadata v%d:\n got %q\nwant %q", tc.version, got, tc.want)
+		}
+	}
+
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	req.ResponsePartitionLimit = 10
+	req.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "c"}, {Topic: "e"}}
+	var got []string
+	for _, rt := range serve(t, h, req).(*kmsg.DescribeTopicPartitionsResponse).Topics {
+		for _, p := range rt.Partitions {
+			got = append(got, fmt.Sprintf("%s/%d: leader %d %s", nullable(rt.Topic), p.Partition, p.LeaderID, code(p.ErrorCode)))
+		}
+	}
+	if want := []string{"c/0: leader 1 NONE", "c/1: leader 2 NONE", "e/0: leader -1 NONE"}; !slices.Equal(got, want) {
+		t.Errorf("DescribeTopicPartitions:\n got %q\nwant %q", got, want)
+	}
+}

@@ -13,10 +13,12 @@ import (
 )
 
 // shareGroups is a group coordinator answering the share-group APIs as one with
-// no errors would, remembering what reached it.
+// no errors would, remembering what reached it; a group in assigned has a
+// member assigned partition 0 of its topics.
 type shareGroups struct {
 	Groups
-	got []string
+	got      []string
+	assigned map[string][]string
 }
 
 func (g *shareGroups) ShareGroupHeartbeat(_ context.Context, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
@@ -32,6 +34,14 @@ func (g *shareGroups) ShareGroupDescribe(_ context.Context, req *kmsg.ShareGroup
 		g.got = append(g.got, "describe "+id)
 		dg := kmsg.NewShareGroupDescribeResponseGroup()
 		dg.GroupID, dg.GroupState = id, "Empty"
+		if topics, ok := g.assigned[id]; ok {
+			m := kmsg.NewShareGroupDescribeResponseGroupMember()
+			m.MemberID = "m"
+			for _, t := range topics {
+				m.Assignment.TopicPartitions = append(m.Assignment.TopicPartitions, kmsg.ShareGroupDescribeResponseGroupMemberAssignmentTopicPartition{Topic: t, Partitions: []int32{0}})
+			}
+			dg.GroupState, dg.Members = "Stable", []kmsg.ShareGroupDescribeResponseGroupMember{m}
+		}
 		resp.Groups = append(resp.Groups, dg)
 	}
 	return resp
@@ -98,8 +108,9 @@ func (g *shareGroups) DeleteShareGroupOffsets(_ context.Context, req *kmsg.Delet
 func TestShareGroupAuthorization(t *testing.T) {
 	read, describe := kmsg.ACLOperationRead, kmsg.ACLOperationDescribe
 	base := newErrorsHandlersWith(t, Config{Authorizer: allowAnonymous(
-		read, resGroup, "g", describe, resGroup, "g", read, resTopic, "t", describe, resTopic, "t")})
-	groups := &shareGroups{}
+		read, resGroup, "g", describe, resGroup, "g", read, resTopic, "t", describe, resTopic, "t",
+		describe, resGroup, "h", describe, resGroup, "k")})
+	groups := &shareGroups{assigned: map[string][]string{"h": {"t", "hidden"}, "k": {"t"}}}
 	h := New(base.cfg, base.cluster, base.replicas, groups, nil, base.log)
 	conn := &protocol.ConnInfo{}
 	msg := func(m *string) string {
@@ -201,6 +212,12 @@ func TestShareGroupAuthorization(t *testing.T) {
 		{"describe, one group denied", describeReq("other", "g"),
 			[]string{fmt.Sprintf("other GROUP_AUTHORIZATION_FAILED ops=%d", kmsg.NewShareGroupDescribeResponseGroup().AuthorizedOperations), fmt.Sprintf("g ok ops=%d", ops)},
 			[]string{"describe g"}},
+		// A member assigned a topic the principal may not DESCRIBE hides the
+		// whole group (Kafka 4.4's KafkaApis.handleShareGroupDescribe).
+		{"describe, a member assigned a hidden topic", describeReq("h", "k"),
+			[]string{fmt.Sprintf(`h TOPIC_AUTHORIZATION_FAILED "The group has described topic(s) that the client is not authorized to describe." ops=%d`,
+				kmsg.NewShareGroupDescribeResponseGroup().AuthorizedOperations), fmt.Sprintf("k ok ops=%d", 1<<kmsg.ACLOperationDescribe)},
+			[]string{"describe h", "describe k"}},
 		{"offsets, group denied", offsets("other", "t"), []string{"other GROUP_AUTHORIZATION_FAILED"}, nil},
 		{"offsets, topic denied", offsets("g", "t", "hidden"),
 			[]string{"g ok", "t/0 ok start=5", `hidden/0 TOPIC_AUTHORIZATION_FAILED "Topic authorization failed." start=-1`},
