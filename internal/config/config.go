@@ -88,6 +88,9 @@ type Config struct {
 	// ConnectionsMaxIdle closes a Kafka connection with nothing read and no
 	// request in flight for this long (connections.max.idle.ms); 0: never.
 	ConnectionsMaxIdle time.Duration
+	// HTTPWriteTimeout closes an HTTP connection whose answer has not been
+	// written this long after the handler began writing it; 0: no bound.
+	HTTPWriteTimeout time.Duration
 	// MaxConnections and MaxConnectionsPerIP bound open Kafka connections in total
 	// and per client IP (max.connections, max.connections.per.ip); -1: no limit.
 	MaxConnections      int32
@@ -241,6 +244,7 @@ func Default() Config {
 		MaxQueuedRequestBytes:                256 << 20,
 		RequestBodyTimeout:                   30 * time.Second,
 		ConnectionsMaxIdle:                   10 * time.Minute,
+		HTTPWriteTimeout:                     30 * time.Second,
 		MaxConnections:                       10000,
 		MaxConnectionsPerIP:                  1000,
 		MaxConnectionCreationRate:            -1,
@@ -306,6 +310,7 @@ func (c *Config) options() []option {
 		{"max-queued-request-bytes", "request bytes read and not yet handled, over all connections (queued.max.request.bytes; -1: no bound)", int64Value{&c.MaxQueuedRequestBytes}},
 		{"request-body-timeout", "close a Kafka connection whose request body has not arrived this long after its memory was reserved (0: no bound)", durationValue{&c.RequestBodyTimeout}},
 		{"connections-max-idle", "close a Kafka connection with nothing read and no request in flight for this long (connections.max.idle.ms; 0: never)", durationValue{&c.ConnectionsMaxIdle}},
+		{"http-write-timeout", "close an HTTP connection whose answer has not been written this long after writing began; a long poll's wait does not count (0: no bound)", durationValue{&c.HTTPWriteTimeout}},
 		{"max-connections", "open Kafka connections in total (max.connections; -1: no limit)", int32Value{&c.MaxConnections}},
 		{"max-connections-per-ip", "open Kafka connections per client IP (max.connections.per.ip; -1: no limit)", int32Value{&c.MaxConnectionsPerIP}},
 		{"max-incremental-fetch-session-cache-slots", "incremental fetch sessions (KIP-227) the broker keeps for consumers and followers of many partitions (max.incremental.fetch.session.cache.slots; 0: none)", int32Value{&c.MaxIncrementalFetchSessionCacheSlots}},
@@ -533,7 +538,8 @@ func (c *Config) Validate() error {
 	if c.MaxQueuedRequestBytes != -1 && c.MaxQueuedRequestBytes < int64(c.MaxRequestBytes) {
 		errs = append(errs, fmt.Errorf("max-queued-request-bytes (%d) must be -1 or at least max-request-bytes (%d)", c.MaxQueuedRequestBytes, c.MaxRequestBytes))
 	}
-	for name, d := range map[string]time.Duration{"request-body-timeout": c.RequestBodyTimeout, "connections-max-idle": c.ConnectionsMaxIdle} {
+	for name, d := range map[string]time.Duration{"request-body-timeout": c.RequestBodyTimeout, "connections-max-idle": c.ConnectionsMaxIdle,
+		"http-write-timeout": c.HTTPWriteTimeout} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative (0 turns it off), got %v", name, d))
 		}

@@ -147,24 +147,26 @@ func TestVoters(t *testing.T) {
 	}
 }
 
-// TestConnectionTimeouts: connections.max.idle.ms and the request body bound
-// have Kafka's and Strata's defaults, are set from the file, the environment
-// and flags, and 0 turns them off (a negative value is refused).
+// TestConnectionTimeouts: connections.max.idle.ms, the request body bound and
+// the HTTP write timeout have Kafka's and Strata's defaults, are set from the
+// file, the environment and flags, and 0 turns them off (a negative value is
+// refused).
 func TestConnectionTimeouts(t *testing.T) {
 	tests := []struct {
-		name               string
-		args               []string
-		env                map[string]string
-		file               string
-		wantIdle, wantBody time.Duration
-		wantErr            string
+		name                          string
+		args                          []string
+		env                           map[string]string
+		file                          string
+		wantIdle, wantBody, wantWrite time.Duration
+		wantErr                       string
 	}{
-		{name: "defaults", wantIdle: 10 * time.Minute, wantBody: 30 * time.Second},
-		{name: "file", file: `{"connections-max-idle": "90s", "request-body-timeout": "5s"}`, wantIdle: 90 * time.Second, wantBody: 5 * time.Second},
-		{name: "env", env: map[string]string{"STRATA_CONNECTIONS_MAX_IDLE": "1m"}, wantIdle: time.Minute, wantBody: 30 * time.Second},
-		{name: "off", args: []string{"--connections-max-idle=0", "--request-body-timeout=0"}},
+		{name: "defaults", wantIdle: 10 * time.Minute, wantBody: 30 * time.Second, wantWrite: 30 * time.Second},
+		{name: "file", file: `{"connections-max-idle": "90s", "request-body-timeout": "5s", "http-write-timeout": "2s"}`, wantIdle: 90 * time.Second, wantBody: 5 * time.Second, wantWrite: 2 * time.Second},
+		{name: "env", env: map[string]string{"STRATA_CONNECTIONS_MAX_IDLE": "1m"}, wantIdle: time.Minute, wantBody: 30 * time.Second, wantWrite: 30 * time.Second},
+		{name: "off", args: []string{"--connections-max-idle=0", "--request-body-timeout=0", "--http-write-timeout=0"}},
 		{name: "negative idle", args: []string{"--connections-max-idle=-1s"}, wantErr: "connections-max-idle"},
 		{name: "negative body", args: []string{"--request-body-timeout=-1s"}, wantErr: "request-body-timeout"},
+		{name: "negative write", args: []string{"--http-write-timeout=-1s"}, wantErr: "http-write-timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,8 +180,8 @@ func TestConnectionTimeouts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.ConnectionsMaxIdle != tt.wantIdle || c.RequestBodyTimeout != tt.wantBody {
-				t.Fatalf("idle %v body %v, want %v %v", c.ConnectionsMaxIdle, c.RequestBodyTimeout, tt.wantIdle, tt.wantBody)
+			if c.ConnectionsMaxIdle != tt.wantIdle || c.RequestBodyTimeout != tt.wantBody || c.HTTPWriteTimeout != tt.wantWrite {
+				t.Fatalf("idle %v body %v write %v, want %v %v %v", c.ConnectionsMaxIdle, c.RequestBodyTimeout, c.HTTPWriteTimeout, tt.wantIdle, tt.wantBody, tt.wantWrite)
 			}
 		})
 	}

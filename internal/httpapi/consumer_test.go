@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/httpapi"
 	"github.com/strata-stream/strata/internal/wait"
 )
@@ -213,6 +215,68 @@ func TestUnreadPollIsPolledAgain(t *testing.T) {
 		}
 	}
 	wantOffsets(t, "poll after the unread answer", n.pollN(map[string]any{"group": "unread", "topic": topic, "max_records": 1}, 1), 0, 1)
+}
+
+// TestStalledPollReaderIsCutOff: a client that stops reading a poll's answer
+// without closing its connection holds the consumer no longer than the write
+// timeout. The answer (one 8 MiB record) is larger than the connection's
+// buffers; once --http-write-timeout passes, the node closes the connection,
+// the poll counts as undelivered and the next poll, from another connection,
+// gets the record again. A long poll that waits longer than the timeout on a
+// kept-alive connection is still answered: only writing counts.
+func TestStalledPollReaderIsCutOff(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, func(c *config.Config) { c.HTTPWriteTimeout = 2 * time.Second })
+	const topic = "stalled"
+	n.must(http.StatusCreated, "POST", "/topics", map[string]any{"topic": topic, "partitions": 1,
+		"configs": map[string]string{"max.message.bytes": strconv.Itoa(16 << 20)}})
+	cl, _ := n.kafka(kgo.ProducerBatchMaxBytes(16 << 20))
+	big := []byte(`"` + strings.Repeat("s", 8<<20) + `"`)
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Value: big}, &kgo.Record{Topic: topic, Value: []byte("1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	conn, err := net.Dial("tcp", n.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.(*net.TCPConn).SetReadBuffer(4 << 10); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"group":"stalled","topic":"stalled","max_records":1}`
+	fmt.Fprintf(conn, "POST /poll HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", n.HTTPAddr(), len(body), body)
+	// The status line says the node is writing the answer; then the client
+	// stops reading and keeps the connection open.
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 200") {
+		t.Fatalf("poll answer: %q, %v", status, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", n.base+"/poll", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("the poll after the stalled answer: %v", err)
+	}
+	var ans struct{ Records []polledRecord }
+	err = json.NewDecoder(resp.Body).Decode(&ans)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the poll after the stalled answer: status %d, %v", resp.StatusCode, err)
+	}
+	wantOffsets(t, "poll after the stalled answer", ans.Records, 0, 1)
+
+	// The next record, then an empty long poll that outlasts the write timeout.
+	wantOffsets(t, "next poll", n.pollN(map[string]any{"group": "stalled", "topic": topic, "max_records": 1}, 1), 1, 2)
+	if recs := n.poll(map[string]any{"group": "stalled", "topic": topic, "timeout_ms": 3000}); len(recs) != 0 {
+		t.Fatalf("empty long poll returned %v", offsetsOf(recs))
+	}
 }
 
 // TestPollReset: a group without commits starts at the log start, or at the

@@ -636,7 +636,7 @@ func (n *Node) listenHTTP() (err error) {
 		return err
 	}
 	n.routes.set(n.healthRoutes())
-	n.http = &http.Server{Handler: &n.routes, ReadHeaderTimeout: 10 * time.Second}
+	n.http = &http.Server{Handler: writeDeadline(&n.routes, n.cfg.HTTPWriteTimeout), ReadHeaderTimeout: 10 * time.Second}
 	n.lc.goroutine("http server", func() {
 		if err := n.http.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("http listener stopped", "err", err)
