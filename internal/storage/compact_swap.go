@@ -387,7 +387,7 @@ func (l *Log) finishCommittedSwap() error {
 
 // removeSegmentFiles removes a segment's log and index files.
 func (l *Log) removeSegmentFiles(base int64) error {
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, abortIndexSuffix} {
+	for _, suffix := range segmentFileSuffixes {
 		if err := l.fsys.Remove(filepath.Join(l.dir, segmentName(base, suffix))); err != nil && !isNotExist(err) {
 			return err
 		}

@@ -23,8 +23,14 @@ func (l *Log) load() error {
 			return err
 		}
 	}
-	var bases, abortIndexes []int64
+	type indexFile struct {
+		base int64
+		name string
+	}
+	var bases []int64
+	var indexes []indexFile
 	for _, name := range names {
+		suffix := segmentFileSuffix(name)
 		switch {
 		case strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, tmpSuffix):
 			// Leftovers of a deletion or a side-file write cut short. (finishSwap
@@ -32,24 +38,33 @@ func (l *Log) load() error {
 			if err := l.fsys.Remove(filepath.Join(l.dir, name)); err != nil && !isNotExist(err) {
 				return err
 			}
-		default:
-			if base, ok := parseSegmentName(name); ok {
+		case strings.HasSuffix(name, swapSuffix):
+			return fmt.Errorf("%w: %s: a Kafka swap file Strata does not install", ErrCorruptSegment, filepath.Join(l.dir, name))
+		case suffix != "":
+			// Skipping a file not named as Strata names it would lose its records.
+			base, ok := parseOffsetName(name, suffix)
+			if !ok {
+				return fmt.Errorf("%w: %s: not named by a %d-digit base offset", ErrCorruptSegment, filepath.Join(l.dir, name), baseDigits)
+			}
+			if suffix == logSuffix {
 				bases = append(bases, base)
-			} else if off, ok := parseSnapshotName(name); ok {
+			} else {
+				indexes = append(indexes, indexFile{base, name})
+			}
+		default:
+			if off, ok := parseSnapshotName(name); ok {
 				l.snapshots = append(l.snapshots, off)
-			} else if base, ok := parseOffsetName(name, abortIndexSuffix); ok {
-				abortIndexes = append(abortIndexes, base)
 			}
 		}
 	}
 	slices.Sort(l.snapshots)
 	slices.Reverse(l.snapshots)
 	slices.Sort(bases)
-	for _, base := range abortIndexes {
-		// An older build deleting a segment leaves its aborted-transaction
-		// index behind.
-		if _, found := slices.BinarySearch(bases, base); !found {
-			if err := l.fsys.Remove(filepath.Join(l.dir, segmentName(base, abortIndexSuffix))); err != nil && !isNotExist(err) {
+	for _, x := range indexes {
+		// An index whose segment is gone (an older build deleting a segment
+		// left its aborted-transaction index) is removed, as Kafka removes it.
+		if _, found := slices.BinarySearch(bases, x.base); !found {
+			if err := l.fsys.Remove(filepath.Join(l.dir, x.name)); err != nil && !isNotExist(err) {
 				return err
 			}
 		}

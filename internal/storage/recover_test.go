@@ -654,6 +654,110 @@ func TestMisnamedSegmentFailsOpen(t *testing.T) {
 	}
 }
 
+// TestUnnamedSegmentFileFailsOpen: a segment file whose name is not the
+// 20-digit form Strata writes ("100.log", 21 digits, no digits, or a Kafka
+// ".swap" left mid-compaction) was skipped by Open, so its records vanished
+// from the log without a word. Kafka 4.4 parses such a name's offset but opens
+// the 20-digit file of that offset instead, creating it empty, or fails on an
+// unparsable one. Open must fail naming the file and change nothing.
+func TestUnnamedSegmentFileFailsOpen(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	clean, _ := cleanLog(t, cfg, 40)
+	bases := segmentFileBases(t, clean)
+	if len(bases) < 3 {
+		t.Fatalf("the fixture has %d segments, want 3 or more", len(bases))
+	}
+	last := len(bases) - 1
+	// rename renames segment i's files with the given suffixes to name(base)+suffix
+	// and returns the new names.
+	rename := func(i int, name func(int64) string, suffixes ...string) func(*testing.T, *vfs.MemFS) []string {
+		return func(t *testing.T, fsys *vfs.MemFS) []string {
+			var to []string
+			for _, suffix := range suffixes {
+				from := filepath.Join(testDir, segmentName(bases[i], suffix))
+				to = append(to, filepath.Join(testDir, name(bases[i])+suffix))
+				if err := fsys.Rename(from, to[len(to)-1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return to
+		}
+	}
+	short := func(base int64) string { return fmt.Sprint(base) }
+	long := func(base int64) string { return "0" + segmentName(base, "") }
+	tests := []struct {
+		name   string
+		damage func(*testing.T, *vfs.MemFS) []string // returns the misnamed files
+	}{
+		{"sealed segment with a short name", rename(1, short, logSuffix)},
+		{"sealed segment and indexes with short names", rename(1, short, logSuffix, indexSuffix, timeIndexSuffix)},
+		{"active segment with a short name", rename(last, short, logSuffix)},
+		{"first segment with 21 digits", rename(0, long, logSuffix)},
+		{"segment named without digits", rename(1, func(int64) string { return "copy" }, logSuffix)},
+		{"offset index with a short name", rename(1, short, indexSuffix)},
+		{"time index with 21 digits", rename(1, long, timeIndexSuffix)},
+		{"segment left as a Kafka swap file", func(t *testing.T, fsys *vfs.MemFS) []string {
+			name := filepath.Join(testDir, segmentName(bases[1], logSuffix))
+			if err := fsys.Rename(name, name+swapSuffix); err != nil {
+				t.Fatal(err)
+			}
+			return []string{name + swapSuffix}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := clean.CrashClone()
+			bad := tt.damage(t, fsys)
+			want, err := fsys.List(testDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := Open(fsys, testDir, cfg)
+			if err == nil {
+				t.Cleanup(func() { l.Close() })
+				t.Fatalf("Open succeeded: log end %d, %d segments; want an error naming %s", l.LogEndOffset(), l.NumSegments(), bad)
+			}
+			named := slices.ContainsFunc(bad, func(name string) bool { return strings.Contains(err.Error(), name) })
+			if !errors.Is(err, ErrCorruptSegment) || !named {
+				t.Fatalf("Open: %v; want ErrCorruptSegment naming one of %v", err, bad)
+			}
+			if got, err := fsys.List(testDir); err != nil || !slices.Equal(got, want) {
+				t.Fatalf("files %v (%v) after the failed Open, want %v", got, err, want)
+			}
+		})
+	}
+}
+
+// TestOrphanedIndexRemovedAtOpen: an index file whose segment is gone is
+// removed at Open, as Kafka 4.4's LogLoader deletes orphaned index files.
+func TestOrphanedIndexRemovedAtOpen(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	clean, want := cleanLog(t, cfg, 40)
+	leo := int64(2 * len(want))
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, abortIndexSuffix} {
+		t.Run(suffix, func(t *testing.T) {
+			fsys := clean.CrashClone()
+			orphan := filepath.Join(testDir, segmentName(leo+100, suffix))
+			f, err := fsys.Create(orphan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			l, err := Open(fsys, testDir, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if got := readAll(t, l); !slices.EqualFunc(got, want, bytes.Equal) {
+				t.Fatalf("the log holds batches at %v, want %d batches", baseOffsets(got), len(want))
+			}
+			if _, err := fsys.Stat(orphan); !isNotExist(err) {
+				t.Fatalf("orphaned %s: Stat: %v, want it removed", orphan, err)
+			}
+		})
+	}
+}
+
 // segmentFileBases returns the base offsets of the .log files in testDir.
 func segmentFileBases(t *testing.T, fsys vfs.FS) []int64 {
 	t.Helper()

@@ -27,6 +27,23 @@ func segmentName(base int64, suffix string) string {
 	return fmt.Sprintf("%0*d%s", baseDigits, base, suffix)
 }
 
+// segmentFileSuffixes are the suffixes of a segment's files, its log first.
+var segmentFileSuffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, abortIndexSuffix}
+
+// swapSuffix ends a segment file Kafka's cleaner wrote but had not renamed into
+// place; Kafka's recovery installs it. No Strata version writes one.
+const swapSuffix = ".swap"
+
+// segmentFileSuffix returns the one of segmentFileSuffixes name ends with, or "".
+func segmentFileSuffix(name string) string {
+	for _, suffix := range segmentFileSuffixes {
+		if strings.HasSuffix(name, suffix) {
+			return suffix
+		}
+	}
+	return ""
+}
+
 // parseSegmentName returns the base offset of a "<20 digits>.log" name.
 func parseSegmentName(name string) (int64, bool) { return parseOffsetName(name, logSuffix) }
 
