@@ -694,6 +694,7 @@ func TestUnnamedSegmentFileFailsOpen(t *testing.T) {
 		{"active segment with a short name", rename(last, short, logSuffix)},
 		{"first segment with 21 digits", rename(0, long, logSuffix)},
 		{"segment named without digits", rename(1, func(int64) string { return "copy" }, logSuffix)},
+		{"segment named with a sign", rename(1, func(base int64) string { return "+" + segmentName(base, "")[1:] }, logSuffix)},
 		{"offset index with a short name", rename(1, short, indexSuffix)},
 		{"time index with 21 digits", rename(1, long, timeIndexSuffix)},
 		{"segment left as a Kafka swap file", func(t *testing.T, fsys *vfs.MemFS) []string {

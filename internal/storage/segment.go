@@ -47,14 +47,15 @@ func segmentFileSuffix(name string) string {
 // parseSegmentName returns the base offset of a "<20 digits>.log" name.
 func parseSegmentName(name string) (int64, bool) { return parseOffsetName(name, logSuffix) }
 
-// parseOffsetName returns the offset of a "<20 digits><suffix>" name.
+// parseOffsetName returns the offset of a "<20 digits><suffix>" name: exactly
+// the name segmentName gives that offset (no sign, no other digit count).
 func parseOffsetName(name, suffix string) (int64, bool) {
 	digits, ok := strings.CutSuffix(name, suffix)
-	if !ok || len(digits) != baseDigits {
+	if !ok {
 		return 0, false
 	}
 	base, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || base < 0 {
+	if err != nil || base < 0 || segmentName(base, suffix) != name {
 		return 0, false
 	}
 	return base, true
