@@ -375,7 +375,7 @@ func (s *shareMember) polled(results []shareFetched) ([]shareRecord, error) {
 			for _, p := range t.Partitions {
 				if p.ErrorCode != 0 {
 					if first == nil {
-						first = kerr.ErrorForCode(p.ErrorCode)
+						first = sharePartitionError(p.ErrorCode)
 					}
 					continue
 				}
@@ -400,6 +400,17 @@ func (s *shareMember) polled(results []shareFetched) ([]shareRecord, error) {
 		return int(a.rec.Offset - b.rec.Offset)
 	})
 	return out, nil
+}
+
+// sharePartitionError is the error of a share poll's partition that failed with
+// code. UNKNOWN_SERVER_ERROR is what a leader answers when it could not read or
+// write the partition's share state (Kafka 4.4's mapping of its persister's
+// errors): the next poll reloads the state, so it is a 503, not a 500.
+func sharePartitionError(code int16) error {
+	if code == kerr.UnknownServerError.Code {
+		return errorf(http.StatusServiceUnavailable, kerr.UnknownServerError.Message, "the share partition's state could not be read or written: retry later")
+	}
+	return kerr.ErrorForCode(code)
 }
 
 // decodeAcquired returns the records of p that p.AcquiredRecords hands out (its

@@ -67,7 +67,7 @@ func TestClusterShareConfigSetElsewhere(t *testing.T) {
 		p := resp.Topics[0].Partitions[0]
 		switch p.ErrorCode {
 		case 0:
-		case kerr.ReplicaNotAvailable.Code: // retriable: the initialisation did not finish
+		case kerr.CoordinatorNotAvailable.Code: // retriable: the initialisation did not finish
 			return false
 		default:
 			t.Fatalf("ShareFetch partition error %d", p.ErrorCode)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -148,7 +149,7 @@ func (m *Manager) unload(k Key, keepLocked bool) {
 	if keepLocked && sp.p != nil && sp.p.Locked(m.cfg.Now()) {
 		return // checked after the flush, which lets acquisitions in
 	}
-	m.dropLocked(sp)
+	m.dropLocked(sp, kerr.RequestTimedOut.Code)
 	sp.wakeAllLocked()
 }
 

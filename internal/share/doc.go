@@ -60,9 +60,12 @@
 // no state, the second's initialization is refused and it reads the first's.
 // An acknowledgement is answered only once the new snapshot is durable; if the
 // save fails the in-memory state is dropped and reloaded, and the acknowledgement
-// fails: NOT_LEADER_OR_FOLLOWER when a newer leader fenced this one (its reload
-// is fenced too), FENCED_STATE_EPOCH when the offsets were reset meanwhile (an
-// alteration initializes the next state epoch), REQUEST_TIMED_OUT otherwise.
+// fails with the code Kafka 4.4 maps the persister's error to (persisterCode), as
+// a failed load fails the partition's fetch: NOT_LEADER_OR_FOLLOWER when a newer
+// leader fenced this one (its reload is fenced too) or the offsets were reset
+// meanwhile (an alteration initializes the next state epoch),
+// COORDINATOR_NOT_AVAILABLE while the share coordinator moves or loads,
+// UNKNOWN_SERVER_ERROR for anything else (a timeout too).
 // An acquisition is saved too before its records are handed out (a failed save
 // hands none out), so the saved delivery count of a record is never below one it
 // was delivered at: a reload (after a failed save or a failover) delivers it

@@ -335,8 +335,7 @@ func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group,
 	}
 	sp, code := m.share(ctx, Key{group, tp.id, tp.partition}, topic, rp)
 	if code != 0 {
-		r := out.part(tp.id, tp.partition)
-		r.ErrorCode = code
+		out.stateFailed(tp, topic, code)
 		return partitionFetch{rp: rp}
 	}
 	defer sp.mu.Unlock()
@@ -366,7 +365,7 @@ func (m *Manager) fetchPartition(ctx context.Context, out *responseParts, group,
 	// save or a failover then reloads them at least at these counts, so a
 	// record is never handed out again at a count it had, nor past the limit.
 	if code := m.saveLocked(ctx, sp); code != 0 {
-		out.saveFailed(tp, topic, code)
+		out.stateFailed(tp, topic, code)
 		return partitionFetch{}
 	}
 	return partitionFetch{n: out.acquired(tp, a), rp: rp, sp: sp}
@@ -419,7 +418,7 @@ func (m *Manager) acknowledgeAndFetch(ctx context.Context, out *responseParts, g
 		}
 		ack(ackCode, msg)
 		if len(a.acquired) > 0 {
-			out.saveFailed(tp, topic, code)
+			out.stateFailed(tp, topic, code)
 		}
 		return 0
 	}

@@ -362,12 +362,12 @@ func TestFailedWriteFailsWaitingAcks(t *testing.T) {
 	m, rp := newGroupCommitManager(t, store, 16)
 	codes, late := runAcks(t, m, rp, store)
 	for i, c := range codes {
-		if c != kerr.RequestTimedOut.Code {
-			t.Errorf("member m%d: acknowledgement code %d, want REQUEST_TIMED_OUT", i, c)
+		if c != kerr.UnknownServerError.Code {
+			t.Errorf("member m%d: acknowledgement code %d, want UNKNOWN_SERVER_ERROR", i, c)
 		}
 	}
-	if o, _, code := lateFetch(t, late); code != kerr.ReplicaNotAvailable.Code {
-		t.Errorf("the late member's fetch, saved by the failed write: offset %d, code %d, want REPLICA_NOT_AVAILABLE", o, code)
+	if o, _, code := lateFetch(t, late); code != kerr.UnknownServerError.Code {
+		t.Errorf("the late member's fetch, saved by the failed write: offset %d, code %d, want UNKNOWN_SERVER_ERROR", o, code)
 	}
 	if calls, saved := store.writes(); calls != 1 || saved != 0 {
 		t.Fatalf("%d writes (%d durable), want the failed one only", calls, saved)

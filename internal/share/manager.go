@@ -318,12 +318,7 @@ func (m *Manager) share(ctx context.Context, k Key, topic string, rp *replica.Pa
 	}
 	if err := m.lockLoaded(ctx, sp, rp); err != nil {
 		m.log.Warn("loading share-partition state", "group", k.Group, "topic", topic, "partition", k.Partition, "err", err)
-		if errors.Is(err, kerr.FencedLeaderEpoch) {
-			// A newer leader of the data partition has loaded the state.
-			return nil, kerr.NotLeaderForPartition.Code
-		}
-		// Clients retry a partition that is not available.
-		return nil, kerr.ReplicaNotAvailable.Code
+		return nil, persisterCode(err)
 	}
 	return sp, 0
 }
@@ -442,15 +437,25 @@ func (m *Manager) resetOffset(ctx context.Context, reset string, rp *replica.Par
 	return rp.HighWatermark(), nil
 }
 
-// saveCode is the answer to changes whose save failed with err.
-func saveCode(err error) int16 {
+// persisterCode is the answer to a request whose read or write of the state at
+// the share coordinator failed with err, as Kafka 4.4's share-partition leader
+// maps the persister's error (SharePartition.fetchPersisterError): coordinator
+// errors COORDINATOR_NOT_AVAILABLE, a fenced leader or state epoch
+// NOT_LEADER_OR_FOLLOWER (a newer leader, or an offset reset, took over the
+// state), GROUP_ID_NOT_FOUND and UNKNOWN_TOPIC_OR_PARTITION as they are, and
+// anything else (a timeout too) UNKNOWN_SERVER_ERROR.
+func persisterCode(err error) int16 {
 	switch {
-	case errors.Is(err, kerr.FencedLeaderEpoch):
-		return kerr.NotLeaderForPartition.Code // the data partition has a newer leader
-	case errors.Is(err, kerr.FencedStateEpoch):
-		return kerr.FencedStateEpoch.Code // the offsets were reset meanwhile
+	case errors.Is(err, kerr.NotCoordinator), errors.Is(err, kerr.CoordinatorNotAvailable), errors.Is(err, kerr.CoordinatorLoadInProgress):
+		return kerr.CoordinatorNotAvailable.Code
+	case errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.FencedStateEpoch):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, kerr.GroupIDNotFound):
+		return kerr.GroupIDNotFound.Code
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return kerr.UnknownTopicOrPartition.Code
 	}
-	return kerr.RequestTimedOut.Code
+	return kerr.UnknownServerError.Code
 }
 
 // saveLocked makes sp's current state durable and returns once it is, releasing
@@ -524,9 +529,9 @@ var errSavePanicked = errors.New("share: the state write panicked")
 func (m *Manager) wroteLocked(sp *sharePartition, b *saveBatch, p *Partition, end chan struct{}, err error) {
 	if err != nil {
 		m.log.Warn("saving share-partition state", "group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "err", err)
-		b.code = saveCode(err)
+		b.code = persisterCode(err)
 		if sp.p == p {
-			m.dropLocked(sp)
+			m.dropLocked(sp, b.code)
 		}
 	}
 	close(b.done)
@@ -535,14 +540,14 @@ func (m *Manager) wroteLocked(sp *sharePartition, b *saveBatch, p *Partition, en
 }
 
 // dropLocked discards sp's in-memory state (the next request reloads the durable
-// one); changes waiting for a write are lost and their saves fail.
-func (m *Manager) dropLocked(sp *sharePartition) {
+// one); changes waiting for a write are lost and their saves fail with code.
+func (m *Manager) dropLocked(sp *sharePartition, code int16) {
 	sp.stopTimerLocked()
 	sp.p = nil
 	sp.cache = readCache{}
 	if b := sp.next; b != nil {
 		sp.next = nil
-		b.code = kerr.RequestTimedOut.Code
+		b.code = code
 		close(b.done)
 	}
 }

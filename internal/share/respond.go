@@ -72,14 +72,14 @@ func (r *responseParts) acquired(tp topicPartition, a acquisition) int {
 	return n
 }
 
-// saveFailed answers tp, whose acquisition's save failed with code, without its
-// records: the reload makes them available again, and the client retries a
-// partition not available (or follows its new leader).
-func (r *responseParts) saveFailed(tp topicPartition, topic string, code int16) {
+// stateFailed answers tp, whose state could not be loaded or whose
+// acquisition's save failed with code, without records: a failed save drops the
+// state, whose reload makes them available again. A NOT_LEADER_OR_FOLLOWER
+// partition is pointed at its current leader.
+func (r *responseParts) stateFailed(tp topicPartition, topic string, code int16) {
 	p := r.part(tp.id, tp.partition)
-	p.ErrorCode = kerr.ReplicaNotAvailable.Code
+	p.ErrorCode = code
 	if code == kerr.NotLeaderForPartition.Code {
-		p.ErrorCode = code
 		r.leader(p, topic, tp.partition)
 	}
 }
