@@ -160,7 +160,7 @@ func TestKafkaToolsSweep(t *testing.T) {
 		{"dynamic broker config alter", "kafka-configs", slices.Concat(bs, []string{"--alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config", "log.retention.ms=7200000"}),
 			false, []string{`Completed updating config for broker 1\.`}, nil},
 		{"broker configs describe all", "kafka-configs", slices.Concat(bs, []string{"--describe", "--entity-type", "brokers", "--entity-name", "1", "--all"}),
-			false, []string{`log\.retention\.ms=7200000 sensitive=false synonyms=\{DYNAMIC_BROKER_CONFIG:log\.retention\.ms=7200000, DEFAULT_CONFIG:log\.retention\.ms=604800000\}`}, nil},
+			false, []string{`log\.retention\.ms=7200000 sensitive=false synonyms=\{DYNAMIC_BROKER_CONFIG:log\.retention\.ms=7200000, DEFAULT_CONFIG:log\.retention\.hours=168\}`}, nil},
 		{"quorum replication human readable", "kafka-metadata-quorum", slices.Concat(bs, []string{"describe", "--replication", "--human-readable"}),
 			false, []string{`(?m)^1\s+\S+\s+\d+\s+0\s+.*ago.*Leader`}, nil},
 		// Refused, as Kafka 4.4 refuses them on a PLAINTEXT listener
