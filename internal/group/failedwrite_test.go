@@ -137,29 +137,11 @@ func TestFailedFirstHeartbeatCreatesNoGroup(t *testing.T) {
 	ctx := context.Background()
 	joins := []struct {
 		name string
-		join func(c *Coordinator) int16
+		join func(ctx context.Context, c *Coordinator) int16
 	}{
-		{"consumer", func(c *Coordinator) int16 {
-			hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-			hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "g", "m", 10000
-			hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-			return c.ConsumerGroupHeartbeat(ctx, hb).ErrorCode
-		}},
-		{"share", func(c *Coordinator) int16 {
-			hb := kmsg.NewPtrShareGroupHeartbeatRequest()
-			hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "g", "m", 0, []string{"t"}
-			return c.ShareGroupHeartbeat(ctx, hb).ErrorCode
-		}},
-		{"streams", func(c *Coordinator) int16 {
-			hb := kmsg.NewPtrStreamsGroupHeartbeatRequest()
-			hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "g", "m", 10000
-			top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
-			top.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"t"}}}
-			hb.Topology = &top
-			hb.ActiveTasks, hb.StandbyTasks, hb.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
-			r, _ := c.StreamsGroupHeartbeat(ctx, hb)
-			return r.ErrorCode
-		}},
+		{"consumer", firstConsumerHeartbeat},
+		{"share", firstShareHeartbeat},
+		{"streams", firstStreamsHeartbeat},
 	}
 	for _, j := range joins {
 		t.Run(j.name, func(t *testing.T) {
@@ -167,7 +149,7 @@ func TestFailedFirstHeartbeatCreatesNoGroup(t *testing.T) {
 			c := newTestCoordinator(t, store)
 			defer func() { c.Close() }()
 			store.setFail(errors.New("not enough replicas"))
-			if code := j.join(c); code != kerr.CoordinatorNotAvailable.Code {
+			if code := j.join(ctx, c); code != kerr.CoordinatorNotAvailable.Code {
 				t.Fatalf("join with failing appends: %v", kerr.ErrorForCode(code))
 			}
 			store.setFail(nil)
@@ -179,7 +161,7 @@ func TestFailedFirstHeartbeatCreatesNoGroup(t *testing.T) {
 			if got := listedGroups(c); len(got) != 0 {
 				t.Errorf("after a reload ListGroups lists %v, want none", got)
 			}
-			if code := j.join(c); code != 0 {
+			if code := j.join(ctx, c); code != 0 {
 				t.Fatalf("join again: %v", kerr.ErrorForCode(code))
 			}
 		})
@@ -222,4 +204,31 @@ func TestFailedShareConversionKeepsOffsets(t *testing.T) {
 	if got := fetch(c); got != 1 {
 		t.Errorf("OffsetFetch after a reload: %d, want 1", got)
 	}
+}
+
+// firstConsumerHeartbeat, firstShareHeartbeat and firstStreamsHeartbeat join
+// member m to a new group g of their kind, subscribed to topic t, and return
+// the heartbeat's error code.
+func firstConsumerHeartbeat(ctx context.Context, c *Coordinator) int16 {
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "g", "m", 10000
+	hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	return c.ConsumerGroupHeartbeat(ctx, hb).ErrorCode
+}
+
+func firstShareHeartbeat(ctx context.Context, c *Coordinator) int16 {
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "g", "m", 0, []string{"t"}
+	return c.ShareGroupHeartbeat(ctx, hb).ErrorCode
+}
+
+func firstStreamsHeartbeat(ctx context.Context, c *Coordinator) int16 {
+	hb := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "g", "m", 10000
+	top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	top.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"t"}}}
+	hb.Topology = &top
+	hb.ActiveTasks, hb.StandbyTasks, hb.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	r, _ := c.StreamsGroupHeartbeat(ctx, hb)
+	return r.ErrorCode
 }

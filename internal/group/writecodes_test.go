@@ -77,27 +77,15 @@ func TestWriteFailureCodes(t *testing.T) {
 		}},
 		{"ConsumerGroupHeartbeat", func(t *testing.T, c *Coordinator, store *txnMemStore, fail error) int16 {
 			store.setFail(fail)
-			hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-			hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "g", "m", 10000
-			hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-			return c.ConsumerGroupHeartbeat(ctx, hb).ErrorCode
+			return firstConsumerHeartbeat(ctx, c)
 		}},
 		{"ShareGroupHeartbeat", func(t *testing.T, c *Coordinator, store *txnMemStore, fail error) int16 {
 			store.setFail(fail)
-			hb := kmsg.NewPtrShareGroupHeartbeatRequest()
-			hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "g", "m", 0, []string{"t"}
-			return c.ShareGroupHeartbeat(ctx, hb).ErrorCode
+			return firstShareHeartbeat(ctx, c)
 		}},
 		{"StreamsGroupHeartbeat", func(t *testing.T, c *Coordinator, store *txnMemStore, fail error) int16 {
 			store.setFail(fail)
-			hb := kmsg.NewPtrStreamsGroupHeartbeatRequest()
-			hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "g", "m", 10000
-			top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
-			top.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"t"}}}
-			hb.Topology = &top
-			hb.ActiveTasks, hb.StandbyTasks, hb.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
-			r, _ := c.StreamsGroupHeartbeat(ctx, hb)
-			return r.ErrorCode
+			return firstStreamsHeartbeat(ctx, c)
 		}},
 	}
 	for _, api := range apis {
