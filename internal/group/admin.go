@@ -209,7 +209,7 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 					continue
 				}
 			}
-			resp.Groups[pd.i].ErrorCode = storeErrorCode(err)
+			resp.Groups[pd.i].ErrorCode = AppendErrorCode(err)
 		case <-ctx.Done():
 			resp.Groups[pd.i].ErrorCode = kerr.RequestTimedOut.Code
 		}

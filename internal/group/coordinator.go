@@ -850,13 +850,14 @@ func (c *Coordinator) append(p *partition, txn *producer, recs []Record) (int64,
 	return first, err
 }
 
-// storeErrorCode maps an append error to the code every group API answers, as
+// AppendErrorCode maps an append error to the code every group API (and the
+// share coordinator's state RPCs) answers, as
 // Kafka 4.4's coordinator does (CoordinatorOperationExceptionHelper, and
 // appendGroupMetadataErrorToResponseError for the classic join and sync): a lost
 // partition NOT_COORDINATOR, a batch too large UNKNOWN_SERVER_ERROR, a fenced
 // transactional producer INVALID_PRODUCER_EPOCH, and anything else (too few
 // in-sync replicas, a write that timed out) COORDINATOR_NOT_AVAILABLE.
-func storeErrorCode(err error) int16 {
+func AppendErrorCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0

@@ -91,7 +91,7 @@ func TestStoreErrorCode(t *testing.T) {
 		{errors.New("not enough replicas"), kerr.CoordinatorNotAvailable.Code},
 	}
 	for _, tt := range tests {
-		if got := storeErrorCode(tt.err); got != tt.want {
+		if got := AppendErrorCode(tt.err); got != tt.want {
 			t.Errorf("%v: %d, want %d", tt.err, got, tt.want)
 		}
 	}

@@ -268,7 +268,7 @@ func (g *group) rejoinStaticLocked(oldID, newID string, jr joinRequest, w chan j
 					m.protocols, m.sessionTimeout, m.rebalanceTimeout = old.protocols, old.sessionTimeout, old.rebalanceTimeout
 					m.clientID, m.clientHost = old.clientID, old.clientHost
 				}
-				g.replyJoinLocked(m, joinError(storeErrorCode(err), ""))
+				g.replyJoinLocked(m, joinError(AppendErrorCode(err), ""))
 				return
 			}
 			r := g.successJoinLocked(m)

@@ -111,7 +111,7 @@ func (g *group) storeAssignmentLocked(ga []kmsg.SyncGroupRequestGroupAssignment)
 			return // the group moved on; its waiters were answered then
 		}
 		if err != nil {
-			g.resetAssignmentsLocked(storeErrorCode(err))
+			g.resetAssignmentsLocked(AppendErrorCode(err))
 			g.maybePrepareRebalanceLocked()
 			return
 		}

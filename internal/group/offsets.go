@@ -73,7 +73,7 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest,
 	var result int16
 	select {
 	case err := <-done:
-		result = storeErrorCode(err)
+		result = AppendErrorCode(err)
 	case <-ctx.Done():
 		result = kerr.RequestTimedOut.Code
 	}
@@ -397,7 +397,7 @@ func (c *Coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 	c.flush(g)
 	select {
 	case err := <-done:
-		return storeErrorCode(err)
+		return AppendErrorCode(err)
 	case <-ctx.Done():
 		return kerr.RequestTimedOut.Code
 	}

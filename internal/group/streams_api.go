@@ -95,7 +95,7 @@ func (c *Coordinator) awaitRecords(ctx context.Context, g *group, queued bool, d
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	return storeErrorCode(err)
+	return AppendErrorCode(err)
 }
 
 // StreamsGroupTopologyDescriptionUpdate serves StreamsGroupTopologyDescriptionUpdate

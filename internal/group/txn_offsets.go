@@ -87,7 +87,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	c.flush(g)
 	select {
 	case err := <-done:
-		setAll(storeErrorCode(err))
+		setAll(AppendErrorCode(err))
 	case <-ctx.Done():
 		setAll(kerr.RequestTimedOut.Code)
 	}

@@ -30,7 +30,6 @@ package share
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -158,21 +157,11 @@ func (sh *stateShard) entry(k Key, create bool) *stateEntry {
 	return e
 }
 
-// append writes k's value (nil: a tombstone) and returns its code, as Kafka
-// 4.4's share coordinator maps a failed write: a lost partition or failed log
-// NOT_COORDINATOR, a batch too large UNKNOWN_SERVER_ERROR, and anything else
-// (too few in-sync replicas, a timeout) COORDINATOR_NOT_AVAILABLE.
+// append writes k's value (nil: a tombstone) and returns its code: Kafka 4.4's
+// share coordinator maps a failed write as the group coordinator does.
 func (c *Coordinator) append(ctx context.Context, k Key, value []byte) int16 {
 	_, err := c.log.Append(ctx, statePartition(k, c.partitions), []group.Record{{Key: encodeKey(k), Value: value}})
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, group.ErrNotCoordinator):
-		return kerr.NotCoordinator.Code
-	case errors.Is(err, group.ErrRecordTooLarge):
-		return kerr.UnknownServerError.Code
-	}
-	return kerr.CoordinatorNotAvailable.Code
+	return group.AppendErrorCode(err)
 }
 
 // Read returns k's state for a share-partition leader of leaderEpoch (-1: a
