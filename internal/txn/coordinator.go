@@ -453,16 +453,6 @@ func preadds(cur *Meta, tr transition, preadded []TopicPartition) bool {
 // every client version.
 var noProducerIDCode = kerr.CoordinatorLoadInProgress.Code
 
-// storeErrorCode maps a failed state write: the partition moved
-// (NOT_COORDINATOR) or is briefly unavailable (COORDINATOR_NOT_AVAILABLE; the
-// client retries).
-func storeErrorCode(err error) int16 {
-	if errors.Is(err, group.ErrNotCoordinator) {
-		return kerr.NotCoordinator.Code
-	}
-	return kerr.CoordinatorNotAvailable.Code
-}
-
 func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
 
 // change runs one request against id: it holds the id, decides the transition
@@ -508,7 +498,7 @@ func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, 
 	}
 	if err := c.write(ctx, p, id, e, tr.next, preadds(cur, tr, preadded)); err != nil {
 		c.release(pt, id, e, nil)
-		return Meta{}, storeErrorCode(err)
+		return Meta{}, group.AppendErrorCode(err) // Kafka's TransactionStateManager maps a failed append as the group coordinator does
 	}
 	if s := tr.next.State; s != PrepareCommit && s != PrepareAbort {
 		c.release(pt, id, e, &tr.next)
@@ -549,7 +539,7 @@ func (c *Coordinator) overlapChange(ctx context.Context, p int32, id string, e *
 	tr.next.Owed = prep.owed()
 	if err := c.write(ctx, p, id, e, tr.next, preadds(&cur, tr, preadded)); err != nil {
 		c.releaseOverlap(e, nil)
-		return Meta{}, storeErrorCode(err)
+		return Meta{}, group.AppendErrorCode(err)
 	}
 	c.releaseOverlap(e, &tr.next)
 	return tr.next, tr.code

@@ -524,6 +524,38 @@ func TestCoordinatorStoreFailure(t *testing.T) {
 	}
 }
 
+// TestStoreFailureCodes: a failed state write is answered with the code
+// Kafka 4.4's TransactionStateManager maps the append's error to: a lost
+// partition NOT_COORDINATOR, a state too large for the log
+// UNKNOWN_SERVER_ERROR (not retriable: retrying cannot shrink it), anything
+// else COORDINATOR_NOT_AVAILABLE.
+func TestStoreFailureCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want *kerr.Error
+	}{
+		{fmt.Errorf("%w: moved", group.ErrNotCoordinator), kerr.NotCoordinator},
+		{fmt.Errorf("%w: 2 MiB", group.ErrRecordTooLarge), kerr.UnknownServerError},
+		{errors.New("timed out"), kerr.CoordinatorNotAvailable},
+	} {
+		t.Run(tc.want.Message, func(t *testing.T) {
+			ctx := context.Background()
+			store := &memStore{}
+			f := newFixture(t, store)
+			pid, epoch, _ := f.c.InitProducerID(ctx, "tx", 1000, -1, -1)
+			store.mu.Lock()
+			store.fail = tc.err
+			store.mu.Unlock()
+			if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("t", 0)}); got != code(tc.want) {
+				t.Errorf("AddPartitions: %d, want %d", got, code(tc.want))
+			}
+			if _, _, got := f.c.InitProducerID(ctx, "new", 1000, -1, -1); got != code(tc.want) {
+				t.Errorf("InitProducerID: %d, want %d", got, code(tc.want))
+			}
+		})
+	}
+}
+
 // TestCompletedStateRetryBacksOff: a completed state that cannot be written
 // (the log under __transaction_state failed: it refuses every write until it
 // is reopened) is retried with a doubling backoff, not every RetryBackoff.
