@@ -2,11 +2,13 @@ package group
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -231,4 +233,102 @@ func firstStreamsHeartbeat(ctx context.Context, c *Coordinator) int16 {
 	hb.ActiveTasks, hb.StandbyTasks, hb.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	r, _ := c.StreamsGroupHeartbeat(ctx, hb)
 	return r.ErrorCode
+}
+
+// TestFailedHeartbeatRevertsGroup: a heartbeat to an existing consumer, share
+// or streams group whose records fail to be appended leaves the group as it
+// was, as Kafka's runtime reverts the failed write: the describe API answers
+// the same before and after, and the same heartbeat, retried once appends
+// work, succeeds.
+func TestFailedHeartbeatRevertsGroup(t *testing.T) {
+	ctx := context.Background()
+	consumerHB := func(member string, epoch int32, topics ...string) func(*Coordinator) int16 {
+		return func(c *Coordinator) int16 {
+			hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			hb.Version, hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = 1, "g", member, epoch, 10000
+			hb.SubscribedTopicNames, hb.Topics = topics, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			return c.ConsumerGroupHeartbeat(ctx, hb).ErrorCode
+		}
+	}
+	shareHB := func(member string, epoch int32, topics ...string) func(*Coordinator) int16 {
+		return func(c *Coordinator) int16 {
+			hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+			hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "g", member, epoch, topics
+			return c.ShareGroupHeartbeat(ctx, hb).ErrorCode
+		}
+	}
+	streamsJoin := func(member string) func(*Coordinator) int16 {
+		return func(c *Coordinator) int16 {
+			hb := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+			hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis, hb.ProcessID = "g", member, 10000, &member
+			top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+			top.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"t"}}}
+			hb.Topology = &top
+			hb.ActiveTasks, hb.StandbyTasks, hb.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+			r, _ := c.StreamsGroupHeartbeat(ctx, hb)
+			return r.ErrorCode
+		}
+	}
+	describe := map[string]func(*Coordinator) any{
+		"consumer": func(c *Coordinator) any {
+			return c.ConsumerGroupDescribe(ctx, &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g"}}).Groups
+		},
+		"share": func(c *Coordinator) any {
+			return c.ShareGroupDescribe(ctx, &kmsg.ShareGroupDescribeRequest{GroupIDs: []string{"g"}}).Groups
+		},
+		"streams": func(c *Coordinator) any {
+			return c.StreamsGroupDescribe(ctx, &kmsg.StreamsGroupDescribeRequest{Groups: []string{"g"}}).Groups
+		},
+	}
+	tests := []struct {
+		name, kind string
+		setup      func(*Coordinator) int16 // the group's first member joins
+		change     func(*Coordinator) int16 // the heartbeat whose write fails
+	}{
+		{"consumer/member joins", "consumer", consumerHB("m", 0, "t"), consumerHB("n", 0, "t")},
+		{"consumer/subscription changes", "consumer", consumerHB("m", 0, "t"), consumerHB("m", 2, "t", "u")},
+		{"share/member joins", "share", shareHB("m", 0, "t"), shareHB("n", 0, "t")},
+		{"share/subscription changes", "share", shareHB("m", 0, "t"), shareHB("m", 2, "t", "u")},
+		{"streams/member joins", "streams", streamsJoin("m"), streamsJoin("n")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			topics := newFakeTopics()
+			topics.set("t", 4)
+			topics.set("u", 4)
+			store := newMemStore()
+			cfg := DefaultConfig()
+			cfg.GroupInitialRebalanceDelay, cfg.Topics = 0, topics
+			cfg.ConsumerAssignmentInterval, cfg.ShareAssignmentInterval = time.Nanosecond, time.Nanosecond
+			c := New(cfg, store, nil)
+			defer c.Close()
+			if err := loadAll(ctx, c, store); err != nil {
+				t.Fatal(err)
+			}
+			if code := tt.setup(c); code != 0 {
+				t.Fatalf("first member: %v", kerr.ErrorForCode(code))
+			}
+			before := describeJSON(t, describe[tt.kind](c))
+			store.setFail(errors.New("not enough replicas"))
+			if code := tt.change(c); code != kerr.CoordinatorNotAvailable.Code {
+				t.Fatalf("heartbeat with failing appends: %v", kerr.ErrorForCode(code))
+			}
+			store.setFail(nil)
+			if after := describeJSON(t, describe[tt.kind](c)); after != before {
+				t.Errorf("after the failed heartbeat the group is\n%s\nwant it as before\n%s", after, before)
+			}
+			if code := tt.change(c); code != 0 {
+				t.Errorf("the heartbeat retried: %v", kerr.ErrorForCode(code))
+			}
+		})
+	}
+}
+
+// describeJSON is a describe API's answer as JSON, to compare two of them.
+func describeJSON(t *testing.T, groups any) string {
+	b, err := json.Marshal(groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
