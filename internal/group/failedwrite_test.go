@@ -208,6 +208,41 @@ func TestFailedShareConversionKeepsOffsets(t *testing.T) {
 	}
 }
 
+// TestFailedShareConversionLeavesSimpleGroup: a simple group that a share
+// member's join would turn into a share group, when that write fails, is the
+// simple group it was (Kafka's runtime reverts the failed write): no share
+// group to describe, commits accepted again; the join, tried again, converts
+// it and deletes its offsets.
+func TestFailedShareConversionLeavesSimpleGroup(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore()
+	c := newTestCoordinator(t, store)
+	defer func() { c.Close() }()
+	commitTo(t, c, "g")
+	store.setFail(errors.New("not enough replicas"))
+	if code := firstShareHeartbeat(ctx, c); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("join with failing appends: %v", kerr.ErrorForCode(code))
+	}
+	store.setFail(nil)
+	d := c.ShareGroupDescribe(ctx, &kmsg.ShareGroupDescribeRequest{GroupIDs: []string{"g"}}).Groups[0]
+	if d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("ShareGroupDescribe after the failed join: %v (%s), want GROUP_ID_NOT_FOUND", kerr.ErrorForCode(d.ErrorCode), d.GroupState)
+	}
+	commitTo(t, c, "g")
+	if code := firstShareHeartbeat(ctx, c); code != 0 {
+		t.Fatalf("join again: %v", kerr.ErrorForCode(code))
+	}
+	for _, reload := range []bool{false, true} {
+		if reload {
+			c.Close()
+			c = newTestCoordinator(t, store)
+		}
+		if offs, err := c.CommittedOffsets("g"); err != nil || len(offs) != 0 {
+			t.Errorf("committed offsets once a share group (reload %v): %v, %v; want none", reload, offs, err)
+		}
+	}
+}
+
 // firstConsumerHeartbeat, firstShareHeartbeat and firstStreamsHeartbeat join
 // member m to a new group g of their kind, subscribed to topic t, and return
 // the heartbeat's error code.
