@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-stream/strata/internal/wait"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -356,6 +357,68 @@ func TestFailedHeartbeatRevertsGroup(t *testing.T) {
 				t.Errorf("the heartbeat retried: %v", kerr.ErrorForCode(code))
 			}
 		})
+	}
+}
+
+// TestFailedHeartbeatFailsHeartbeatsQueuedBehind: heartbeats whose records
+// are queued behind a write that fails built on it, so they fail with it, as
+// Kafka fails the events of its failed batch, and write nothing: the group,
+// in memory and after a reload, is what it was before the first of them.
+func TestFailedHeartbeatFailsHeartbeatsQueuedBehind(t *testing.T) {
+	ctx := context.Background()
+	join := func(c *Coordinator, member string) int16 {
+		hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		hb.Version, hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = 1, "g", member, 10000
+		hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		return c.ConsumerGroupHeartbeat(ctx, hb).ErrorCode
+	}
+	topics := newFakeTopics()
+	topics.set("t", 4)
+	store := newMemStore()
+	start := func() *Coordinator {
+		cfg := DefaultConfig()
+		cfg.Topics, cfg.ConsumerAssignmentInterval = topics, time.Nanosecond
+		c := New(cfg, store, nil)
+		if err := loadAll(ctx, c, store); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := start()
+	defer func() { c.Close() }()
+	if code := join(c, "m"); code != 0 {
+		t.Fatalf("first member: %v", kerr.ErrorForCode(code))
+	}
+	describe := func() string {
+		return describeJSON(t, c.ConsumerGroupDescribe(ctx, &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g"}}).Groups)
+	}
+	before := describe()
+	store.setBlock()
+	codes := make(chan int16, 2)
+	go func() { codes <- join(c, "n1") }()
+	wait.For(t, "n1's append to wait", func() bool { return store.blocked() == 1 })
+	go func() { codes <- join(c, "n2") }()
+	p, _ := c.partitionOf("g")
+	g := p.lookup(c, "g", false)
+	wait.For(t, "n2's write to be queued", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.writeQ) == 1
+	})
+	store.failOnce(errors.New("not enough replicas"))
+	store.unblock()
+	for range 2 {
+		if code := <-codes; code != kerr.CoordinatorNotAvailable.Code {
+			t.Errorf("a join answered %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code))
+		}
+	}
+	if after := describe(); after != before {
+		t.Errorf("after the failed joins the group is\n%s\nwant it as before\n%s", after, before)
+	}
+	c.Close()
+	c = start()
+	if after := describe(); after != before {
+		t.Errorf("after a reload the group is\n%s\nwant it as before\n%s", after, before)
 	}
 }
 
