@@ -27,9 +27,9 @@ import (
 //     of them in the failed writes is again what it was (classicView).
 //
 // A write that cannot be taken back this way (a classic group with members
-// converting, or a consumer group turning classic, migration.go) leaves the
-// state as it is, its keys unknown (forgetRecordsLocked): the next change
-// writes them again.
+// converting, or a consumer group turning classic, migration.go; a group
+// being deleted) leaves the state as it is, its keys unknown
+// (forgetRecordsLocked): the next change writes them again.
 
 // unappendedWrite is a queued write of a group's consumer, streams or share
 // records not yet appended.
@@ -121,7 +121,7 @@ func (g *group) revertLocked(w *unappendedWrite, recs []Record, err error) {
 	switch {
 	case i < 0:
 		return // reverted with a write before it
-	case g.unloaded || !w.revertible:
+	case g.unloaded || g.state == stateDead || !w.revertible:
 		g.unappended = slices.Delete(g.unappended, i, i+1)
 		g.forgetRecordsLocked(recs)
 		return
