@@ -244,6 +244,36 @@ func TestFailedShareConversionLeavesSimpleGroup(t *testing.T) {
 	}
 }
 
+// TestFailedStreamsConversionKeepsConsumerGroup: an empty consumer group that
+// a streams member's join would turn into a streams group, when that write
+// fails, is the consumer group it was, as the log holds it.
+func TestFailedStreamsConversionKeepsConsumerGroup(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore()
+	c := newTestCoordinator(t, store)
+	defer c.Close()
+	if code := firstConsumerHeartbeat(ctx, c); code != 0 {
+		t.Fatalf("consumer member joins: %v", kerr.ErrorForCode(code))
+	}
+	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	leave.Group, leave.MemberID, leave.MemberEpoch = "g", "m", leaveEpoch
+	if code := c.ConsumerGroupHeartbeat(ctx, leave).ErrorCode; code != 0 {
+		t.Fatalf("consumer member leaves: %v", kerr.ErrorForCode(code))
+	}
+	describe := func() string {
+		return describeJSON(t, c.ConsumerGroupDescribe(ctx, &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g"}}).Groups)
+	}
+	before := describe()
+	store.setFail(errors.New("not enough replicas"))
+	if code := firstStreamsHeartbeat(ctx, c); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("streams join with failing appends: %v", kerr.ErrorForCode(code))
+	}
+	store.setFail(nil)
+	if after := describe(); after != before {
+		t.Errorf("after the failed streams join the group is\n%s\nwant the consumer group it was\n%s", after, before)
+	}
+}
+
 // firstConsumerHeartbeat, firstShareHeartbeat and firstStreamsHeartbeat join
 // member m to a new group g of their kind, subscribed to topic t, and return
 // the heartbeat's error code.
