@@ -254,6 +254,7 @@ func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest,
 		case req.MemberEpoch != joinEpoch:
 			return hbError(kerr.GroupIDNotFound.Code, "Group %s is not a consumer group.", g.id)
 		case empty:
+			g.becomingModernLocked()
 			for _, pm := range g.pending {
 				pm.timer.Stop()
 			}

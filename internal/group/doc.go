@@ -77,8 +77,9 @@
 // ever appended goes again when one fails, as Kafka's coordinator runtime
 // reverts the state of a failed write: the simple group of a commit (plain or
 // transactional, generation -1; also when it appends nothing) and the consumer,
-// share or streams group of a first heartbeat. ListGroups, the describe APIs and
-// a reload agree.
+// share or streams group of a first heartbeat. A consumer, share or streams
+// group whose records fail to be appended is rebuilt from what the log holds
+// (revert.go). ListGroups, the describe APIs and a reload agree.
 //
 // # Records
 //

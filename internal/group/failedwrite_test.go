@@ -2,12 +2,15 @@ package group
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/strata-stream/strata/internal/wait"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -206,6 +209,71 @@ func TestFailedShareConversionKeepsOffsets(t *testing.T) {
 	}
 }
 
+// TestFailedShareConversionLeavesSimpleGroup: a simple group that a share
+// member's join would turn into a share group, when that write fails, is the
+// simple group it was (Kafka's runtime reverts the failed write): no share
+// group to describe, commits accepted again; the join, tried again, converts
+// it and deletes its offsets.
+func TestFailedShareConversionLeavesSimpleGroup(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore()
+	c := newTestCoordinator(t, store)
+	defer func() { c.Close() }()
+	commitTo(t, c, "g")
+	store.setFail(errors.New("not enough replicas"))
+	if code := firstShareHeartbeat(ctx, c); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("join with failing appends: %v", kerr.ErrorForCode(code))
+	}
+	store.setFail(nil)
+	d := c.ShareGroupDescribe(ctx, &kmsg.ShareGroupDescribeRequest{GroupIDs: []string{"g"}}).Groups[0]
+	if d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("ShareGroupDescribe after the failed join: %v (%s), want GROUP_ID_NOT_FOUND", kerr.ErrorForCode(d.ErrorCode), d.GroupState)
+	}
+	commitTo(t, c, "g")
+	if code := firstShareHeartbeat(ctx, c); code != 0 {
+		t.Fatalf("join again: %v", kerr.ErrorForCode(code))
+	}
+	for _, reload := range []bool{false, true} {
+		if reload {
+			c.Close()
+			c = newTestCoordinator(t, store)
+		}
+		if offs, err := c.CommittedOffsets("g"); err != nil || len(offs) != 0 {
+			t.Errorf("committed offsets once a share group (reload %v): %v, %v; want none", reload, offs, err)
+		}
+	}
+}
+
+// TestFailedStreamsConversionKeepsConsumerGroup: an empty consumer group that
+// a streams member's join would turn into a streams group, when that write
+// fails, is the consumer group it was, as the log holds it.
+func TestFailedStreamsConversionKeepsConsumerGroup(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore()
+	c := newTestCoordinator(t, store)
+	defer c.Close()
+	if code := firstConsumerHeartbeat(ctx, c); code != 0 {
+		t.Fatalf("consumer member joins: %v", kerr.ErrorForCode(code))
+	}
+	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	leave.Group, leave.MemberID, leave.MemberEpoch = "g", "m", leaveEpoch
+	if code := c.ConsumerGroupHeartbeat(ctx, leave).ErrorCode; code != 0 {
+		t.Fatalf("consumer member leaves: %v", kerr.ErrorForCode(code))
+	}
+	describe := func() string {
+		return describeJSON(t, c.ConsumerGroupDescribe(ctx, &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g"}}).Groups)
+	}
+	before := describe()
+	store.setFail(errors.New("not enough replicas"))
+	if code := firstStreamsHeartbeat(ctx, c); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("streams join with failing appends: %v", kerr.ErrorForCode(code))
+	}
+	store.setFail(nil)
+	if after := describe(); after != before {
+		t.Errorf("after the failed streams join the group is\n%s\nwant the consumer group it was\n%s", after, before)
+	}
+}
+
 // firstConsumerHeartbeat, firstShareHeartbeat and firstStreamsHeartbeat join
 // member m to a new group g of their kind, subscribed to topic t, and return
 // the heartbeat's error code.
@@ -231,4 +299,164 @@ func firstStreamsHeartbeat(ctx context.Context, c *Coordinator) int16 {
 	hb.ActiveTasks, hb.StandbyTasks, hb.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	r, _ := c.StreamsGroupHeartbeat(ctx, hb)
 	return r.ErrorCode
+}
+
+// TestFailedHeartbeatRevertsGroup: a heartbeat to an existing consumer, share
+// or streams group whose records fail to be appended leaves the group as it
+// was, as Kafka's runtime reverts the failed write: the describe API answers
+// the same before and after, and the same heartbeat, retried once appends
+// work, succeeds.
+func TestFailedHeartbeatRevertsGroup(t *testing.T) {
+	ctx := context.Background()
+	consumerHB := func(member string, epoch int32, topics ...string) func(*Coordinator) int16 {
+		return func(c *Coordinator) int16 {
+			hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			hb.Version, hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = 1, "g", member, epoch, 10000
+			hb.SubscribedTopicNames, hb.Topics = topics, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			return c.ConsumerGroupHeartbeat(ctx, hb).ErrorCode
+		}
+	}
+	shareHB := func(member string, epoch int32, topics ...string) func(*Coordinator) int16 {
+		return func(c *Coordinator) int16 {
+			hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+			hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "g", member, epoch, topics
+			return c.ShareGroupHeartbeat(ctx, hb).ErrorCode
+		}
+	}
+	streamsJoin := func(member string) func(*Coordinator) int16 {
+		return func(c *Coordinator) int16 {
+			hb := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+			hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis, hb.ProcessID = "g", member, 10000, &member
+			top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+			top.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: []string{"t"}}}
+			hb.Topology = &top
+			hb.ActiveTasks, hb.StandbyTasks, hb.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+			r, _ := c.StreamsGroupHeartbeat(ctx, hb)
+			return r.ErrorCode
+		}
+	}
+	describe := map[string]func(*Coordinator) any{
+		"consumer": func(c *Coordinator) any {
+			return c.ConsumerGroupDescribe(ctx, &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g"}}).Groups
+		},
+		"share": func(c *Coordinator) any {
+			return c.ShareGroupDescribe(ctx, &kmsg.ShareGroupDescribeRequest{GroupIDs: []string{"g"}}).Groups
+		},
+		"streams": func(c *Coordinator) any {
+			return c.StreamsGroupDescribe(ctx, &kmsg.StreamsGroupDescribeRequest{Groups: []string{"g"}}).Groups
+		},
+	}
+	tests := []struct {
+		name, kind string
+		setup      func(*Coordinator) int16 // the group's first member joins
+		change     func(*Coordinator) int16 // the heartbeat whose write fails
+	}{
+		{"consumer/member joins", "consumer", consumerHB("m", 0, "t"), consumerHB("n", 0, "t")},
+		{"consumer/subscription changes", "consumer", consumerHB("m", 0, "t"), consumerHB("m", 2, "t", "u")},
+		{"share/member joins", "share", shareHB("m", 0, "t"), shareHB("n", 0, "t")},
+		{"share/subscription changes", "share", shareHB("m", 0, "t"), shareHB("m", 2, "t", "u")},
+		{"streams/member joins", "streams", streamsJoin("m"), streamsJoin("n")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			topics := newFakeTopics()
+			topics.set("t", 4)
+			topics.set("u", 4)
+			store := newMemStore()
+			cfg := DefaultConfig()
+			cfg.GroupInitialRebalanceDelay, cfg.Topics = 0, topics
+			cfg.ConsumerAssignmentInterval, cfg.ShareAssignmentInterval = time.Nanosecond, time.Nanosecond
+			c := New(cfg, store, nil)
+			defer c.Close()
+			if err := loadAll(ctx, c, store); err != nil {
+				t.Fatal(err)
+			}
+			if code := tt.setup(c); code != 0 {
+				t.Fatalf("first member: %v", kerr.ErrorForCode(code))
+			}
+			before := describeJSON(t, describe[tt.kind](c))
+			store.setFail(errors.New("not enough replicas"))
+			if code := tt.change(c); code != kerr.CoordinatorNotAvailable.Code {
+				t.Fatalf("heartbeat with failing appends: %v", kerr.ErrorForCode(code))
+			}
+			store.setFail(nil)
+			if after := describeJSON(t, describe[tt.kind](c)); after != before {
+				t.Errorf("after the failed heartbeat the group is\n%s\nwant it as before\n%s", after, before)
+			}
+			if code := tt.change(c); code != 0 {
+				t.Errorf("the heartbeat retried: %v", kerr.ErrorForCode(code))
+			}
+		})
+	}
+}
+
+// TestFailedHeartbeatFailsHeartbeatsQueuedBehind: heartbeats whose records
+// are queued behind a write that fails built on it, so they fail with it, as
+// Kafka fails the events of its failed batch, and write nothing: the group,
+// in memory and after a reload, is what it was before the first of them.
+func TestFailedHeartbeatFailsHeartbeatsQueuedBehind(t *testing.T) {
+	ctx := context.Background()
+	join := func(c *Coordinator, member string) int16 {
+		hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		hb.Version, hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = 1, "g", member, 10000
+		hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		return c.ConsumerGroupHeartbeat(ctx, hb).ErrorCode
+	}
+	topics := newFakeTopics()
+	topics.set("t", 4)
+	store := newMemStore()
+	start := func() *Coordinator {
+		cfg := DefaultConfig()
+		cfg.Topics, cfg.ConsumerAssignmentInterval = topics, time.Nanosecond
+		c := New(cfg, store, nil)
+		if err := loadAll(ctx, c, store); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := start()
+	defer func() { c.Close() }()
+	if code := join(c, "m"); code != 0 {
+		t.Fatalf("first member: %v", kerr.ErrorForCode(code))
+	}
+	describe := func() string {
+		return describeJSON(t, c.ConsumerGroupDescribe(ctx, &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g"}}).Groups)
+	}
+	before := describe()
+	store.setBlock()
+	codes := make(chan int16, 2)
+	go func() { codes <- join(c, "n1") }()
+	wait.For(t, "n1's append to wait", func() bool { return store.blocked() == 1 })
+	go func() { codes <- join(c, "n2") }()
+	p, _ := c.partitionOf("g")
+	g := p.lookup(c, "g", false)
+	wait.For(t, "n2's write to be queued", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.writeQ) == 1
+	})
+	store.failOnce(errors.New("not enough replicas"))
+	store.unblock()
+	for range 2 {
+		if code := <-codes; code != kerr.CoordinatorNotAvailable.Code {
+			t.Errorf("a join answered %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code))
+		}
+	}
+	if after := describe(); after != before {
+		t.Errorf("after the failed joins the group is\n%s\nwant it as before\n%s", after, before)
+	}
+	c.Close()
+	c = start()
+	if after := describe(); after != before {
+		t.Errorf("after a reload the group is\n%s\nwant it as before\n%s", after, before)
+	}
+}
+
+// describeJSON is a describe API's answer as JSON, to compare two of them.
+func describeJSON(t *testing.T, groups any) string {
+	b, err := json.Marshal(groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -113,6 +113,9 @@ type write struct {
 	// txn, when set, is the producer whose transaction the records are
 	// appended in, in a batch of their own (TxnOffsetStore.AppendTxn).
 	txn *producer
+	// modern, when set, is the write of consumer, streams or share records
+	// it is (revert.go).
+	modern *unappendedWrite
 	// done runs with g.mu held once the append returned, with the log
 	// offset of the write's first record.
 	done func(first int64, err error)
@@ -150,8 +153,9 @@ type group struct {
 	sg           *shareGroup         // the KIP-932 side; nil unless a share group (share.go)
 	st           *streamsGroup       // the KIP-1071 side; nil unless a streams group (streams.go)
 	// written is what __consumer_offsets holds of the group's consumer,
-	// streams or share records (key -> value; unknownValue when an append
-	// failed), see modern_records.go.
+	// streams or share records once the writes queued are appended (key ->
+	// value; unknownValue when an append failed and could not be reverted),
+	// see modern_records.go and revert.go.
 	written map[string][]byte
 	// changes is what may have changed in the consumer, streams or share state
 	// since written was last brought in line with it.
@@ -163,6 +167,12 @@ type group struct {
 	// lookupsVersion is the catalog's TopicNamesVersion at which lookups
 	// was last found to hold (catalogChangedLocked).
 	lookupsVersion uint64
+	// unappended are the writes of consumer, streams or share records queued
+	// and not yet appended, in queue order; beforeModern, when set, is what
+	// the group was before it became a consumer, streams or share group in
+	// one of them (revert.go).
+	unappended   []*unappendedWrite
+	beforeModern *classicView
 
 	// Rebalance delay and timeouts (Kafka's InitialDelayedJoin / DelayedJoin).
 	initialDelay     bool          // the first-rebalance delay of an Empty group is running

@@ -36,8 +36,7 @@ import (
 // member's records, not the whole group's. Each kind of group marks its
 // changes where its state changes (touchMemberLocked, touchGroupLocked), so
 // that a heartbeat that changes nothing encodes and compares nothing. A
-// failed append marks its keys unknown,
-// so the next change writes them again.
+// failed append takes the group back to what the log holds (revert.go).
 
 // recordValueVersion is the version of every consumer, streams and share value
 // written and read.
@@ -614,28 +613,22 @@ func (g *group) persistAwaitedLocked() <-chan error {
 }
 
 // queueRecordsLocked queues records and keeps g.written in step with
-// what the log will hold; if the append fails, their keys become unknown, and
-// a group no write of which was ever appended goes (dropFreshLocked).
+// what the log will hold; if the append fails, the group goes back to what
+// the log holds (revert.go), and a group no write of which was ever appended
+// goes (dropFreshLocked).
 func (g *group) queueRecordsLocked(recs []Record, done func(error)) {
-	if g.written == nil {
-		g.written = map[string][]byte{}
-	}
-	for _, r := range recs {
-		if r.Value == nil {
-			delete(g.written, string(r.Key))
-		} else {
-			g.written[string(r.Key)] = r.Value
-		}
-	}
-	g.queueLocked(recs, func(err error) {
+	w := g.writeRecordsLocked(recs)
+	g.writeQ = append(g.writeQ, write{records: recs, modern: w, done: func(_ int64, err error) {
 		if err != nil {
-			g.forgetRecordsLocked(recs)
+			g.revertLocked(w, recs, err)
 			g.dropFreshLocked()
+		} else {
+			g.appendedLocked(w)
 		}
 		if done != nil {
 			done(err)
 		}
-	})
+	}})
 }
 
 // forgetRecordsLocked marks the keys of recs unknown (their append failed).

@@ -352,6 +352,7 @@ func (g *group) isSimpleLocked() bool {
 // tombstones are appended, so a failed write, only logged, leaves memory holding
 // what the log does, as Kafka's runtime reverts a failed write.
 func (g *group) becomeShareGroupLocked() {
+	g.becomingModernLocked()
 	if len(g.offsets) > 0 {
 		tps := sortedKeys(g.offsets)
 		recs := make([]Record, 0, len(tps))

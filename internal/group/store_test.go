@@ -16,6 +16,7 @@ type memStore struct {
 	logs    map[int32][]Record
 	ends    map[int32]int64 // each log's next offset
 	fail    error           // returned by appends while set
+	once    bool            // fail is cleared once returned (failOnce)
 	block   chan struct{}   // appends wait for it to close while set
 	jitter  bool            // appends pause up to 200µs before and after writing, as replication would
 	appends int
@@ -49,9 +50,12 @@ func (s *memStore) Append(ctx context.Context, p int32, recs []Record) (int64, e
 		}
 	}
 	s.mu.Lock()
-	if s.fail != nil {
+	if err := s.fail; err != nil {
+		if s.once {
+			s.fail, s.once = nil, false
+		}
 		s.mu.Unlock()
-		return 0, s.fail
+		return 0, err
 	}
 	s.appends++
 	first := s.ends[p]
@@ -77,6 +81,13 @@ func cloneNil(b []byte) []byte {
 func (s *memStore) setFail(err error) {
 	s.mu.Lock()
 	s.fail = err
+	s.mu.Unlock()
+}
+
+// failOnce makes the next append fail with err, and only that one.
+func (s *memStore) failOnce(err error) {
+	s.mu.Lock()
+	s.fail, s.once = err, true
 	s.mu.Unlock()
 }
 

@@ -449,6 +449,7 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 		case !g.convertibleToStreamsLocked():
 			return streamsError(kerr.GroupIDNotFound.Code, "Group %s is not a streams group.", g.id)
 		}
+		g.becomingModernLocked()
 		if g.generation > 0 || g.protocolType != "" {
 			// A classic group's metadata record goes, as Kafka deletes it
 			// when a group changes type (and an Empty consumer group's
