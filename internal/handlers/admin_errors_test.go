@@ -19,6 +19,7 @@ import (
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/loglevels"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
 )
 
 // planCluster is the Cluster of a node whose controller is the active one,
@@ -1118,6 +1119,90 @@ func TestConfigsBrokerIDParsedAsKafka(t *testing.T) {
 		}
 		if code != kerr.InvalidRequest.Code || derefString(msg) != tt.msg {
 			t.Errorf("api %d %v %q: code %d %q, want INVALID_REQUEST %q", tt.api, tt.rt, tt.name, code, derefString(msg), tt.msg)
+		}
+	}
+}
+
+// TestAlterConfigsOfBrokerSpelledOtherwise: a change to broker 1's configs
+// named "01" or "+1" passes broker 1's own check and reaches the controller,
+// which accepts any non-negative integer as Kafka 4.4's
+// ControllerConfigurationValidator does, and stores it under the name as sent
+// (ConfigurationControlManager keys the record by the request's name). Broker
+// 1 acts only on "1" (DynamicConfigPublisher), so describing broker 1 shows
+// none of it. A negative or non-integer name reaching the controller (through
+// a forwarding broker, which checks nothing) is refused in Kafka's words.
+func TestAlterConfigsOfBrokerSpelledOtherwise(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		incremental bool
+		forwarded   bool   // as sent by another broker: no check here
+		msg         string // "" accepted
+	}{
+		{name: "01"},
+		{name: "+1"},
+		{name: "01", incremental: true},
+		{name: "+1", incremental: true},
+		{name: "-1", forwarded: true, msg: "Invalid negative broker ID."},
+		{name: "x", forwarded: true, msg: "Unable to parse broker name as a base 10 number."},
+	} {
+		h := newAdminHandlers(t)
+		ctx := context.Background()
+		if tt.forwarded {
+			ctx = context.WithValue(ctx, onLinkKey{}, true)
+		}
+		var req kmsg.Request
+		if tt.incremental {
+			r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, tt.name
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "log.retention.ms", kmsg.StringPtr("1000")
+			rr.Configs = append(rr.Configs, c)
+			r.Resources = append(r.Resources, rr)
+			req = r
+		} else {
+			r := kmsg.NewPtrAlterConfigsRequest()
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, tt.name
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "log.retention.ms", kmsg.StringPtr("1000")
+			rr.Configs = append(rr.Configs, c)
+			r.Resources = append(r.Resources, rr)
+			req = r
+		}
+		resp := h.Handle(ctx, &protocol.ConnInfo{}, &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req})
+		if resp.Wait != nil {
+			resp = resp.Wait(ctx)
+		}
+		var code int16
+		var msg *string
+		switch r := resp.Msg.(type) {
+		case *kmsg.AlterConfigsResponse:
+			code, msg = r.Resources[0].ErrorCode, r.Resources[0].ErrorMessage
+		case *kmsg.IncrementalAlterConfigsResponse:
+			code, msg = r.Resources[0].ErrorCode, r.Resources[0].ErrorMessage
+		}
+		img := h.cluster.Image()
+		if tt.msg != "" {
+			if code != kerr.InvalidRequest.Code || derefString(msg) != tt.msg {
+				t.Errorf("%q (incremental %v): code %d %q, want INVALID_REQUEST %q", tt.name, tt.incremental, code, derefString(msg), tt.msg)
+			}
+			continue
+		}
+		if code != 0 {
+			t.Errorf("%q (incremental %v): code %d (%s), want accepted", tt.name, tt.incremental, code, derefString(msg))
+			continue
+		}
+		if got := img.BrokerConfigs(tt.name)["log.retention.ms"]; got != "1000" {
+			t.Errorf("%q (incremental %v): stored under %q as %q, want 1000", tt.name, tt.incremental, tt.name, got)
+		}
+		if got := img.BrokerConfigs("1"); len(got) != 0 {
+			t.Errorf("%q (incremental %v): broker 1's own configs became %v, want none", tt.name, tt.incremental, got)
+		}
+		for _, e := range img.BrokerConfigEntries("1") {
+			if e.Name == "log.retention.ms" && e.Source == metadata.SourceBroker {
+				t.Errorf("%q (incremental %v): broker 1 describes log.retention.ms from its own configs", tt.name, tt.incremental)
+			}
 		}
 	}
 }

@@ -185,7 +185,14 @@ func TestApply(t *testing.T) {
 			recs:  []Record{&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "2", Key: "message.max.bytes", Value: "10"}},
 			check: func(t *testing.T, img *Image) { wantEq(t, "cfg", img.BrokerConfigs("2")["message.max.bytes"], "10") },
 		},
-		{name: "broker config bad name", recs: []Record{&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "02", Key: "log.retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
+		{
+			// Kept under the name as given, as Kafka's controller keeps it.
+			name:  "broker config name spelled otherwise",
+			recs:  []Record{&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "02", Key: "log.retention.ms", Value: "1"}},
+			check: func(t *testing.T, img *Image) { wantEq(t, "cfg", img.BrokerConfigs("02")["log.retention.ms"], "1") },
+		},
+		{name: "broker config name not an integer", recs: []Record{&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "2x", Key: "log.retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
+		{name: "broker config negative name", recs: []Record{&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "-2", Key: "log.retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
 		{name: "broker config topic key", recs: []Record{&ConfigRecord{ResourceType: ResourceBroker, Key: "retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
 		{name: "config unknown resource type", recs: []Record{&ConfigRecord{ResourceType: 9, Key: "retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
 		{
