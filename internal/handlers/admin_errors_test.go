@@ -1206,3 +1206,62 @@ func TestAlterConfigsOfBrokerSpelledOtherwise(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeTopicConfigsPerBrokerSynonym: a topic key's broker synonym set
+// for the describing broker alone (DYNAMIC_BROKER_CONFIG) is the value of
+// its topics that do not set the key, before the cluster-wide default, as
+// Kafka 4.4's ConfigHelper.createTopicConfigEntry lists the broker's own
+// dynamic configs first; another broker's value is not listed.
+func TestDescribeTopicConfigsPerBrokerSynonym(t *testing.T) {
+	h := newAdminHandlers(t) // broker 1
+	pc := h.cluster.(waitingCluster).Cluster.(*planCluster)
+	if err := pc.apply([]metadata.Record{
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceBroker, Key: "log.retention.ms", Value: "5000"},
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceBroker, ResourceName: "1", Key: "log.retention.ms", Value: "4242"},
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceBroker, ResourceName: "1", Key: "log.segment.bytes", Value: "2097152"},
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceBroker, ResourceName: "2", Key: "log.roll.ms", Value: "3000"},
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: "t_x", Key: "retention.ms", Value: "7"},
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	type synonym struct {
+		name, value string
+		source      kmsg.ConfigSource
+	}
+	const (
+		perBroker = kmsg.ConfigSourceDynamicBrokerConfig
+		cluster   = kmsg.ConfigSourceDynamicDefaultBrokerConfig
+		builtIn   = kmsg.ConfigSourceDefaultConfig
+		topic     = kmsg.ConfigSourceDynamicTopicConfig
+	)
+	for _, tt := range []struct {
+		topic, key string
+		want       []synonym // the value and its source first
+	}{
+		{"t", "retention.ms", []synonym{{"", "4242", perBroker},
+			{"log.retention.ms", "4242", perBroker}, {"log.retention.ms", "5000", cluster}, {"log.retention.hours", "168", builtIn}}},
+		{"t", "segment.bytes", []synonym{{"", "2097152", perBroker},
+			{"log.segment.bytes", "2097152", perBroker}, {"log.segment.bytes", "1073741824", builtIn}}},
+		{"t", "segment.ms", []synonym{{"", "604800000", builtIn}}},
+		{"t_x", "retention.ms", []synonym{{"", "7", topic},
+			{"retention.ms", "7", topic}, {"log.retention.ms", "4242", perBroker}, {"log.retention.ms", "5000", cluster}, {"log.retention.hours", "168", builtIn}}},
+	} {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.IncludeSynonyms = true
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeTopic, tt.topic, []string{tt.key}
+		req.Resources = append(req.Resources, rr)
+		res := serve(t, h, req).(*kmsg.DescribeConfigsResponse).Resources[0]
+		if res.ErrorCode != 0 || len(res.Configs) != 1 {
+			t.Fatalf("%s %s: code %d, %d configs", tt.topic, tt.key, res.ErrorCode, len(res.Configs))
+		}
+		c := res.Configs[0]
+		got := []synonym{{"", derefString(c.Value), c.Source}}
+		for _, s := range c.ConfigSynonyms {
+			got = append(got, synonym{s.Name, derefString(s.Value), s.Source})
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s %s: %v, want %v", tt.topic, tt.key, got, tt.want)
+		}
+	}
+}

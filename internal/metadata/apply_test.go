@@ -349,7 +349,7 @@ func TestConfigEntries(t *testing.T) {
 		&ConfigRecord{ResourceType: ResourceBroker, Key: "log.retention.ms", Value: "5000"},
 		&ConfigRecord{ResourceType: ResourceBroker, Key: "log.segment.bytes", Value: "2000"},
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "1", Key: "log.segment.bytes", Value: "3000"})
-	es, err := img.TopicConfigEntries("orders")
+	es, err := img.TopicConfigEntries("orders", NoBroker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +385,7 @@ func TestConfigEntries(t *testing.T) {
 		t.Errorf("remote.storage.enable = %+v", r)
 	}
 	internal := mustApply(t, img, &ConfigRecord{ResourceType: ResourceTopic, ResourceName: "orders", Key: TopicInternalSegmentBytes, Value: "4096"})
-	es, _ = internal.TopicConfigEntries("orders")
+	es, _ = internal.TopicConfigEntries("orders", NoBroker)
 	if i := slices.IndexFunc(es, func(e ConfigEntry) bool { return e.Name == TopicInternalSegmentBytes }); i < 0 ||
 		es[i].Value != "4096" || es[i].Source != SourceTopic {
 		t.Errorf("internal.segment.bytes set: entries %+v", es)
@@ -393,7 +393,7 @@ func TestConfigEntries(t *testing.T) {
 	if got := internal.Topic("orders").Config.SegmentSize(); got != 4096 {
 		t.Errorf("segment size with internal.segment.bytes = %d, want 4096", got)
 	}
-	if _, err := img.TopicConfigEntries("nope"); !errors.Is(err, ErrUnknownTopic) {
+	if _, err := img.TopicConfigEntries("nope", NoBroker); !errors.Is(err, ErrUnknownTopic) {
 		t.Errorf("unknown topic: %v", err)
 	}
 	for _, tt := range []struct {
@@ -452,7 +452,7 @@ func TestConfigEntriesCoarserDefaults(t *testing.T) {
 		t.Fatalf("no entry %s", name)
 		return ConfigEntry{}
 	}
-	topic, err := img.TopicConfigEntries("orders")
+	topic, err := img.TopicConfigEntries("orders", NoBroker)
 	if err != nil {
 		t.Fatal(err)
 	}
