@@ -130,7 +130,7 @@ func PlanCreateTopics(img *metadata.Image, reqs []CreateTopic, defaultPartitions
 		res.ID = t.ID
 		res.NumPartitions = int32(len(t.Partitions))
 		res.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
-		res.Configs, _ = img.TopicConfigEntries(req.Name)
+		res.Configs, _ = img.TopicConfigEntries(req.Name, metadata.NoBroker)
 		recs = append(recs, topicRecs...)
 	}
 	return recs, results

@@ -2,7 +2,8 @@ package handlers
 
 // DescribeConfigs (key 32), v1-v4.
 //   v1: synonyms on request; v3: config type and documentation; v4+: flexible.
-// Topic resources list every topic config with its effective value and source;
+// Topic resources list every topic config with its effective value and source
+// on this broker (its own broker configs before the cluster-wide ones);
 // broker resources the broker-level defaults for those keys (a broker id every
 // key, "" only those set cluster-wide); group resources (type 32) the group
 // configs of share groups; client metrics resources (type 16) a subscription's
@@ -43,7 +44,7 @@ func (h *Handlers) describeConfigs(_ context.Context, _ *protocol.ConnInfo, r *p
 		switch metadata.ResourceType(rr.ResourceType) {
 		case metadata.ResourceTopic:
 			if err = metadata.ValidateTopicName(rr.ResourceName); err == nil {
-				entries, err = img.DescribeTopicConfigs(rr.ResourceName)
+				entries, err = img.DescribeTopicConfigs(rr.ResourceName, h.cfg.NodeID)
 			}
 		case metadata.ResourceBroker:
 			name := rr.ResourceName

@@ -19,6 +19,7 @@ import (
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/loglevels"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/protocol"
 )
 
 // planCluster is the Cluster of a node whose controller is the active one,
@@ -1118,6 +1119,149 @@ func TestConfigsBrokerIDParsedAsKafka(t *testing.T) {
 		}
 		if code != kerr.InvalidRequest.Code || derefString(msg) != tt.msg {
 			t.Errorf("api %d %v %q: code %d %q, want INVALID_REQUEST %q", tt.api, tt.rt, tt.name, code, derefString(msg), tt.msg)
+		}
+	}
+}
+
+// TestAlterConfigsOfBrokerSpelledOtherwise: a change to broker 1's configs
+// named "01" or "+1" passes broker 1's own check and reaches the controller,
+// which accepts any non-negative integer as Kafka 4.4's
+// ControllerConfigurationValidator does, and stores it under the name as sent
+// (ConfigurationControlManager keys the record by the request's name). Broker
+// 1 acts only on "1" (DynamicConfigPublisher), so describing broker 1 shows
+// none of it. A negative or non-integer name reaching the controller (through
+// a forwarding broker, which checks nothing) is refused in Kafka's words.
+func TestAlterConfigsOfBrokerSpelledOtherwise(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		incremental bool
+		forwarded   bool   // as sent by another broker: no check here
+		msg         string // "" accepted
+	}{
+		{name: "01"},
+		{name: "+1"},
+		{name: "01", incremental: true},
+		{name: "+1", incremental: true},
+		{name: "-1", forwarded: true, msg: "Invalid negative broker ID."},
+		{name: "x", forwarded: true, msg: "Unable to parse broker name as a base 10 number."},
+	} {
+		h := newAdminHandlers(t)
+		ctx := context.Background()
+		if tt.forwarded {
+			ctx = context.WithValue(ctx, onLinkKey{}, true)
+		}
+		var req kmsg.Request
+		if tt.incremental {
+			r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, tt.name
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "log.retention.ms", kmsg.StringPtr("1000")
+			rr.Configs = append(rr.Configs, c)
+			r.Resources = append(r.Resources, rr)
+			req = r
+		} else {
+			r := kmsg.NewPtrAlterConfigsRequest()
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, tt.name
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "log.retention.ms", kmsg.StringPtr("1000")
+			rr.Configs = append(rr.Configs, c)
+			r.Resources = append(r.Resources, rr)
+			req = r
+		}
+		resp := h.Handle(ctx, &protocol.ConnInfo{}, &protocol.Request{Key: req.Key(), Version: req.GetVersion(), Msg: req})
+		if resp.Wait != nil {
+			resp = resp.Wait(ctx)
+		}
+		var code int16
+		var msg *string
+		switch r := resp.Msg.(type) {
+		case *kmsg.AlterConfigsResponse:
+			code, msg = r.Resources[0].ErrorCode, r.Resources[0].ErrorMessage
+		case *kmsg.IncrementalAlterConfigsResponse:
+			code, msg = r.Resources[0].ErrorCode, r.Resources[0].ErrorMessage
+		}
+		img := h.cluster.Image()
+		if tt.msg != "" {
+			if code != kerr.InvalidRequest.Code || derefString(msg) != tt.msg {
+				t.Errorf("%q (incremental %v): code %d %q, want INVALID_REQUEST %q", tt.name, tt.incremental, code, derefString(msg), tt.msg)
+			}
+			continue
+		}
+		if code != 0 {
+			t.Errorf("%q (incremental %v): code %d (%s), want accepted", tt.name, tt.incremental, code, derefString(msg))
+			continue
+		}
+		if got := img.BrokerConfigs(tt.name)["log.retention.ms"]; got != "1000" {
+			t.Errorf("%q (incremental %v): stored under %q as %q, want 1000", tt.name, tt.incremental, tt.name, got)
+		}
+		if got := img.BrokerConfigs("1"); len(got) != 0 {
+			t.Errorf("%q (incremental %v): broker 1's own configs became %v, want none", tt.name, tt.incremental, got)
+		}
+		for _, e := range img.BrokerConfigEntries("1") {
+			if e.Name == "log.retention.ms" && e.Source == metadata.SourceBroker {
+				t.Errorf("%q (incremental %v): broker 1 describes log.retention.ms from its own configs", tt.name, tt.incremental)
+			}
+		}
+	}
+}
+
+// TestDescribeTopicConfigsPerBrokerSynonym: a topic key's broker synonym set
+// for the describing broker alone (DYNAMIC_BROKER_CONFIG) is the value of
+// its topics that do not set the key, before the cluster-wide default, as
+// Kafka 4.4's ConfigHelper.createTopicConfigEntry lists the broker's own
+// dynamic configs first; another broker's value is not listed.
+func TestDescribeTopicConfigsPerBrokerSynonym(t *testing.T) {
+	h := newAdminHandlers(t) // broker 1
+	pc := h.cluster.(waitingCluster).Cluster.(*planCluster)
+	if err := pc.apply([]metadata.Record{
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceBroker, Key: "log.retention.ms", Value: "5000"},
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceBroker, ResourceName: "1", Key: "log.retention.ms", Value: "4242"},
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceBroker, ResourceName: "1", Key: "log.segment.bytes", Value: "2097152"},
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceBroker, ResourceName: "2", Key: "log.roll.ms", Value: "3000"},
+		&metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: "t_x", Key: "retention.ms", Value: "7"},
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	type synonym struct {
+		name, value string
+		source      kmsg.ConfigSource
+	}
+	const (
+		perBroker = kmsg.ConfigSourceDynamicBrokerConfig
+		cluster   = kmsg.ConfigSourceDynamicDefaultBrokerConfig
+		builtIn   = kmsg.ConfigSourceDefaultConfig
+		topic     = kmsg.ConfigSourceDynamicTopicConfig
+	)
+	for _, tt := range []struct {
+		topic, key string
+		want       []synonym // the value and its source first
+	}{
+		{"t", "retention.ms", []synonym{{"", "4242", perBroker},
+			{"log.retention.ms", "4242", perBroker}, {"log.retention.ms", "5000", cluster}, {"log.retention.hours", "168", builtIn}}},
+		{"t", "segment.bytes", []synonym{{"", "2097152", perBroker},
+			{"log.segment.bytes", "2097152", perBroker}, {"log.segment.bytes", "1073741824", builtIn}}},
+		{"t", "segment.ms", []synonym{{"", "604800000", builtIn}}},
+		{"t_x", "retention.ms", []synonym{{"", "7", topic},
+			{"retention.ms", "7", topic}, {"log.retention.ms", "4242", perBroker}, {"log.retention.ms", "5000", cluster}, {"log.retention.hours", "168", builtIn}}},
+	} {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.IncludeSynonyms = true
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeTopic, tt.topic, []string{tt.key}
+		req.Resources = append(req.Resources, rr)
+		res := serve(t, h, req).(*kmsg.DescribeConfigsResponse).Resources[0]
+		if res.ErrorCode != 0 || len(res.Configs) != 1 {
+			t.Fatalf("%s %s: code %d, %d configs", tt.topic, tt.key, res.ErrorCode, len(res.Configs))
+		}
+		c := res.Configs[0]
+		got := []synonym{{"", derefString(c.Value), c.Source}}
+		for _, s := range c.ConfigSynonyms {
+			got = append(got, synonym{s.Name, derefString(s.Value), s.Source})
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s %s: %v, want %v", tt.topic, tt.key, got, tt.want)
 		}
 	}
 }

@@ -439,15 +439,21 @@ func (b *builder) config(r *ConfigRecord) error {
 	return fmt.Errorf("%w: configs of %v are not supported", ErrInvalidRequest, r.ResourceType)
 }
 
-// ValidateBrokerResource checks a broker resource name: "" for the cluster-wide
-// default, else a broker id in canonical decimal.
+// ValidateBrokerResource checks a broker resource name as Kafka 4.4's
+// controller does (ControllerConfigurationValidator): "" for the cluster-wide
+// default, else a non-negative 32-bit integer in any spelling ("01", "+1").
+// The configs are kept under the name as given, and a broker acts only on
+// its id's plain spelling, as Kafka's brokers do.
 func ValidateBrokerResource(name string) error {
 	if name == "" {
 		return nil
 	}
 	id, err := strconv.ParseInt(name, 10, 32)
-	if err != nil || id < 0 || strconv.FormatInt(id, 10) != name {
-		return fmt.Errorf("%w: broker resource %q is not a broker id", ErrInvalidRequest, name)
+	switch {
+	case err != nil:
+		return KafkaText(ErrInvalidRequest, "Unable to parse broker name as a base 10 number.")
+	case id < 0:
+		return KafkaText(ErrInvalidRequest, "Invalid negative broker ID.")
 	}
 	return nil
 }

@@ -185,7 +185,14 @@ func TestApply(t *testing.T) {
 			recs:  []Record{&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "2", Key: "message.max.bytes", Value: "10"}},
 			check: func(t *testing.T, img *Image) { wantEq(t, "cfg", img.BrokerConfigs("2")["message.max.bytes"], "10") },
 		},
-		{name: "broker config bad name", recs: []Record{&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "02", Key: "log.retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
+		{
+			// Kept under the name as given, as Kafka's controller keeps it.
+			name:  "broker config name spelled otherwise",
+			recs:  []Record{&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "02", Key: "log.retention.ms", Value: "1"}},
+			check: func(t *testing.T, img *Image) { wantEq(t, "cfg", img.BrokerConfigs("02")["log.retention.ms"], "1") },
+		},
+		{name: "broker config name not an integer", recs: []Record{&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "2x", Key: "log.retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
+		{name: "broker config negative name", recs: []Record{&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "-2", Key: "log.retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
 		{name: "broker config topic key", recs: []Record{&ConfigRecord{ResourceType: ResourceBroker, Key: "retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
 		{name: "config unknown resource type", recs: []Record{&ConfigRecord{ResourceType: 9, Key: "retention.ms", Value: "1"}}, wantErr: ErrInvalidRequest},
 		{
@@ -342,7 +349,7 @@ func TestConfigEntries(t *testing.T) {
 		&ConfigRecord{ResourceType: ResourceBroker, Key: "log.retention.ms", Value: "5000"},
 		&ConfigRecord{ResourceType: ResourceBroker, Key: "log.segment.bytes", Value: "2000"},
 		&ConfigRecord{ResourceType: ResourceBroker, ResourceName: "1", Key: "log.segment.bytes", Value: "3000"})
-	es, err := img.TopicConfigEntries("orders")
+	es, err := img.TopicConfigEntries("orders", NoBroker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +385,7 @@ func TestConfigEntries(t *testing.T) {
 		t.Errorf("remote.storage.enable = %+v", r)
 	}
 	internal := mustApply(t, img, &ConfigRecord{ResourceType: ResourceTopic, ResourceName: "orders", Key: TopicInternalSegmentBytes, Value: "4096"})
-	es, _ = internal.TopicConfigEntries("orders")
+	es, _ = internal.TopicConfigEntries("orders", NoBroker)
 	if i := slices.IndexFunc(es, func(e ConfigEntry) bool { return e.Name == TopicInternalSegmentBytes }); i < 0 ||
 		es[i].Value != "4096" || es[i].Source != SourceTopic {
 		t.Errorf("internal.segment.bytes set: entries %+v", es)
@@ -386,7 +393,7 @@ func TestConfigEntries(t *testing.T) {
 	if got := internal.Topic("orders").Config.SegmentSize(); got != 4096 {
 		t.Errorf("segment size with internal.segment.bytes = %d, want 4096", got)
 	}
-	if _, err := img.TopicConfigEntries("nope"); !errors.Is(err, ErrUnknownTopic) {
+	if _, err := img.TopicConfigEntries("nope", NoBroker); !errors.Is(err, ErrUnknownTopic) {
 		t.Errorf("unknown topic: %v", err)
 	}
 	for _, tt := range []struct {
@@ -445,7 +452,7 @@ func TestConfigEntriesCoarserDefaults(t *testing.T) {
 		t.Fatalf("no entry %s", name)
 		return ConfigEntry{}
 	}
-	topic, err := img.TopicConfigEntries("orders")
+	topic, err := img.TopicConfigEntries("orders", NoBroker)
 	if err != nil {
 		t.Fatal(err)
 	}

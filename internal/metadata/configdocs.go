@@ -6,7 +6,7 @@ const notActedOn = " Strata stores this value but does not act on it yet."
 
 // configDocs is DescribeConfigs' documentation of every key (IncludeDocumentation),
 // by key name; a broker key with a topic synonym is documented by the topic key,
-// as the cluster-wide default of it. Strata's own words: what Strata does with
+// as the default of it (for one broker or cluster-wide). Strata's own words: what Strata does with
 // the value.
 var configDocs = map[string]string{
 	// Topic keys.

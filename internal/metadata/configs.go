@@ -89,7 +89,8 @@ const (
 )
 
 // TopicConfig is a topic's effective configuration: every key of the table,
-// resolved from the topic's overrides, then the cluster-wide broker defaults,
+// resolved from the topic's overrides, then (on one broker: Image.TopicConfigOn)
+// that broker's own broker configs, then the cluster-wide broker defaults,
 // then the built-in defaults.
 type TopicConfig struct {
 	CleanupPolicy         CleanupPolicy
@@ -139,9 +140,10 @@ type ConfigDef struct {
 	Name    string
 	Type    ConfigType
 	Default string
-	// BrokerName is the broker-level key (Kafka's synonym) whose cluster-wide
-	// value, when set, replaces Default for every topic without an override; empty
-	// for a key that exists only per topic.
+	// BrokerName is the broker-level key (Kafka's synonym) whose value, set
+	// for one broker or cluster-wide, replaces Default for every topic without
+	// an override (on that broker, or on every one); empty for a key that
+	// exists only per topic.
 	BrokerName string
 	// set parses v, checks it and stores it in c.
 	set func(c *TopicConfig, v string) error
@@ -371,8 +373,8 @@ func LookupTopicConfig(key string) (ConfigDef, bool) {
 }
 
 // LookupBrokerConfig finds a broker config key. The broker keys Strata accepts are
-// the broker-level synonyms of the topic keys (a cluster-wide value of one becomes
-// the default of its topic key) and the broker-only keys (brokerOnlyConfigDefs).
+// the broker-level synonyms of the topic keys (a value of one, for a broker or
+// cluster-wide, becomes the default of its topic key there) and the broker-only keys (brokerOnlyConfigDefs).
 func LookupBrokerConfig(key string) (ConfigDef, bool) {
 	d, ok := topicDefsByBroker[key]
 	if !ok {
@@ -475,19 +477,24 @@ func ParseList(v string) []string {
 	return items
 }
 
-// resolveTopicConfig computes a topic's effective configuration. Stored values
-// were validated before they were stored, so a value that fails to parse here is
-// impossible; it would leave the default in place.
-func resolveTopicConfig(overrides, clusterDefaults map[string]string) TopicConfig {
+// resolveTopicConfig computes a topic's effective configuration: its
+// overrides, else the first of brokerLevels (broker configs, most specific
+// first) that sets the key's broker synonym, else the built-in default.
+// Stored values were validated before they were stored, so a value that fails
+// to parse here is impossible; it would leave the default in place.
+func resolveTopicConfig(overrides map[string]string, brokerLevels ...map[string]string) TopicConfig {
 	c := defaultTopicConfig
-	if len(overrides) == 0 && len(clusterDefaults) == 0 {
+	if len(overrides) == 0 && !slices.ContainsFunc(brokerLevels, func(m map[string]string) bool { return len(m) > 0 }) {
 		return c
 	}
 	for i := range topicConfigDefs {
 		d := &topicConfigDefs[i]
 		v, ok := overrides[d.Name]
-		if !ok {
-			v, ok = clusterDefaults[d.BrokerName]
+		for _, level := range brokerLevels {
+			if ok {
+				break
+			}
+			v, ok = level[d.BrokerName]
 		}
 		if ok {
 			_ = d.set(&c, v)

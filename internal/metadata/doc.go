@@ -75,5 +75,8 @@
 // One table (TopicConfigDefs) lists every topic key with its type, default,
 // validator and broker-level synonym. A topic's effective value is its override,
 // else the cluster-wide dynamic broker value of the synonym (broker resource ""),
-// else the default; the image keeps it resolved in Topic.Config.
+// else the default; the image keeps it resolved in Topic.Config. On one broker
+// (Image.TopicConfigOn, what its logs and DescribeConfigs use) the broker's own
+// dynamic value of the synonym (resource "<id>") comes before the cluster-wide
+// one, as in Kafka.
 package metadata

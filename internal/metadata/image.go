@@ -13,6 +13,10 @@ import (
 // NoLeader is the leader of a partition that has none.
 const NoLeader int32 = -1
 
+// NoBroker names no broker where a broker id is asked for: no broker has its
+// own configs under it.
+const NoBroker int32 = -1
+
 // Broker is a registered broker.
 type Broker struct {
 	ID          int32
@@ -218,14 +222,29 @@ func (img *Image) NextProducerID() int64 { return img.nextProducerID }
 // cluster-wide default, else the broker id). Never modify the map.
 func (img *Image) BrokerConfigs(name string) map[string]string { return img.brokerConfigs[name] }
 
-// TopicConfigEntries describes every config key of a topic, for DescribeConfigs;
-// internal.segment.bytes only where the topic sets it.
-func (img *Image) TopicConfigEntries(topic string) ([]ConfigEntry, error) {
+// TopicConfigOn is t's effective configuration on broker: t.Config (its
+// overrides over the cluster-wide broker configs), but where broker has its
+// own value of a key's broker synonym (a per-broker dynamic config), that
+// value comes before the cluster-wide one, as a Kafka broker builds a topic's
+// LogConfig from its own configuration.
+func (img *Image) TopicConfigOn(t *Topic, broker int32) TopicConfig {
+	own := img.brokerConfigs[strconv.Itoa(int(broker))]
+	if len(own) == 0 {
+		return t.Config
+	}
+	return resolveTopicConfig(t.Overrides, own, img.brokerConfigs[""])
+}
+
+// TopicConfigEntries describes every config key of a topic as broker sees it
+// (TopicConfigOn: its own broker configs, DYNAMIC_BROKER_CONFIG, before the
+// cluster-wide ones; NoBroker for the cluster-wide alone), for
+// DescribeConfigs; internal.segment.bytes only where the topic sets it.
+func (img *Image) TopicConfigEntries(topic string, broker int32) ([]ConfigEntry, error) {
 	t := img.Topic(topic)
 	if t == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, topic)
 	}
-	cluster := img.brokerConfigs[""]
+	own, cluster := img.brokerConfigs[strconv.Itoa(int(broker))], img.brokerConfigs[""]
 	es := make([]ConfigEntry, 0, len(topicConfigDefs))
 	for i := range topicConfigDefs {
 		d := &topicConfigDefs[i]
@@ -234,6 +253,7 @@ func (img *Image) TopicConfigEntries(topic string) ([]ConfigEntry, error) {
 		}
 		es = append(es, describe(d, d.Name, d.BrokerName,
 			describeLevel{SourceTopic, d.Name, t.Overrides},
+			describeLevel{SourceBroker, d.BrokerName, own},
 			describeLevel{SourceClusterDefault, d.BrokerName, cluster}))
 	}
 	return es, nil
@@ -244,8 +264,8 @@ func (img *Image) TopicConfigEntries(topic string) ([]ConfigEntry, error) {
 // effective value and the topic's own synonym as Kafka's parser reads them
 // back (ConfigDef.canonical), the broker-level synonyms as they were set.
 // CreateTopics answers the values as given, as Kafka's controller does.
-func (img *Image) DescribeTopicConfigs(topic string) ([]ConfigEntry, error) {
-	es, err := img.TopicConfigEntries(topic)
+func (img *Image) DescribeTopicConfigs(topic string, broker int32) ([]ConfigEntry, error) {
+	es, err := img.TopicConfigEntries(topic, broker)
 	for i := range es {
 		d := topicDefsByName[es[i].Name]
 		es[i].Value = d.canonical(es[i].Value)

@@ -287,3 +287,61 @@ func TestRetentionAsKafka(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyPerBrokerTopicConfig: a broker key set for this broker alone (a
+// per-broker dynamic config, kafka-configs --entity-type brokers
+// --entity-name 1) reaches the logs of its topics that do not set the key,
+// before the cluster-wide default, as Kafka's brokers build a topic's
+// LogConfig from their own configuration; another broker's value does not,
+// and a topic's own value still wins.
+func TestApplyPerBrokerTopicConfig(t *testing.T) {
+	m, err := NewManager(vfs.NewMem(), "/logs", 1, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	id := metadata.UUID{7}
+	img, err := metadata.ApplyAll(metadata.NewImage(), []metadata.Record{
+		&metadata.RegisterBrokerRecord{BrokerID: 1, Epoch: 1, Host: "127.0.0.1", Port: 9092},
+		&metadata.TopicRecord{Name: "t", ID: id},
+		&metadata.PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = img.WithOffset(1)
+	if err := m.Apply(img); err != nil {
+		t.Fatal(err)
+	}
+	broker := func(name, key, value string) *metadata.ConfigRecord {
+		return &metadata.ConfigRecord{ResourceType: metadata.ResourceBroker, ResourceName: name, Key: key, Value: value, Delete: value == ""}
+	}
+	for _, step := range []struct {
+		rec  metadata.Record
+		want int64 // retention.ms of t-0 after rec
+	}{
+		{broker("", "log.retention.ms", "5000"), 5000},
+		{broker("1", "log.retention.ms", "4242"), 4242},
+		{broker("2", "log.retention.ms", "1111"), 4242},
+		{broker("", "log.retention.ms", "6000"), 4242},
+		{&metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: "t", Key: "retention.ms", Value: "7"}, 7},
+		{&metadata.ConfigRecord{ResourceType: metadata.ResourceTopic, ResourceName: "t", Key: "retention.ms", Delete: true}, 4242},
+		{broker("1", "log.retention.ms", ""), 6000},
+	} {
+		n, err := metadata.Apply(img, step.rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img = n.WithOffset(img.Offset() + 1)
+		if err := m.Apply(img); err != nil {
+			t.Fatal(err)
+		}
+		p, err := m.Partition("t", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Config().RetentionMs; got != step.want {
+			t.Fatalf("after %+v: retention.ms %d, want %d", step.rec, got, step.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -449,15 +450,21 @@ func (m *Manager) Apply(img *metadata.Image) error {
 	m.image.Store(img)
 	m.applyThrottle(img)
 	var hosted []roleChange
+	// This broker's own broker configs come before the cluster-wide ones in
+	// its topics' configuration (TopicConfigOn): a change to them may change
+	// every topic's.
+	own := strconv.Itoa(int(m.nodeID))
+	ownChanged := m.lastImage != nil && !maps.Equal(m.lastImage.BrokerConfigs(own), img.BrokerConfigs(own))
 	for _, t := range img.Topics() {
 		var prev *metadata.Topic
 		if m.lastImage != nil {
 			prev = m.lastImage.TopicByID(t.ID)
 		}
-		if prev == t && len(m.unsettled) == 0 {
+		if prev == t && !ownChanged && len(m.unsettled) == 0 {
 			continue // the same topic, partitions and configuration as applied
 		}
-		sameConfig := prev != nil && prev.Name == t.Name && prev.Config == t.Config
+		topicConfig := img.TopicConfigOn(t, m.nodeID)
+		sameConfig := prev != nil && prev.Name == t.Name && m.lastImage.TopicConfigOn(prev, m.nodeID) == topicConfig
 		var config *metadata.TopicConfig
 		for i, ip := range t.Partitions {
 			if !contains(ip.Replicas, m.nodeID) {
@@ -467,7 +474,7 @@ func (m *Manager) Apply(img *metadata.Image) error {
 				continue
 			}
 			if config == nil {
-				config = new(t.Config)
+				config = new(topicConfig)
 			}
 			hosted = append(hosted, roleChange{topic: t, config: config, part: ip})
 		}
@@ -573,7 +580,8 @@ const applyParallelism = 32
 // roleChange is one hosted partition of an image being applied.
 type roleChange struct {
 	topic *metadata.Topic
-	// config is a copy of topic.Config that every partition of topic in the
+	// config is a copy of the topic's configuration on this broker
+	// (metadata.Image.TopicConfigOn) that every partition of topic in the
 	// same Apply shares (a partition holds it until its topic's next change):
 	// not a copy per partition, nor a pointer into the Topic, which would keep
 	// an old image's Topic and its partition list alive.
@@ -638,7 +646,7 @@ func (m *Manager) preparePartition(t *metadata.Topic, config *metadata.TopicConf
 		}
 		p = nil
 	}
-	scfg := storageConfig(t.Config, m.now)
+	scfg := storageConfig(*config, m.now)
 	scfg.OnSync, scfg.OnRoll, scfg.CacheTailBytes = m.opts.OnSync, m.opts.OnRoll, m.opts.CacheTail
 	if p == nil {
 		l, err := m.logDir.Open(partitionName(t.Name, ip.Index), scfg)
@@ -661,7 +669,7 @@ func (m *Manager) preparePartition(t *metadata.Topic, config *metadata.TopicConf
 		m.reconfigureLog(p, scfg)
 	}
 	p.setConfig(config)
-	m.applyTier(p, t.Config)
+	m.applyTier(p, *config)
 	wasLeader, wasEpoch = p.IsLeader(), p.LeaderEpoch()
 	leader, err = p.applyState(ip, m.now())
 	if err != nil {
