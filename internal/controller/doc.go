@@ -40,11 +40,12 @@
 //   - Unfencing: a fenced broker's heartbeat unfences it once its metadata
 //     offset shows it has seen its fencing; it then leads the leaderless
 //     partitions whose ISR holds it (PlanBrokerHeartbeat).
-//   - Controlled shutdown: heartbeats with WantShutdown hand off leadership to
-//     other ISR members and take the broker out of ISRs; once nothing more can
-//     be handed off and the broker has seen the hand-off, it is fenced and told
-//     to shut down. Brokers in controlled shutdown are never elected and never
-//     join an ISR.
+//   - Controlled shutdown: heartbeats with WantShutdown mark the broker in
+//     controlled shutdown in the metadata (so leaders stop counting it), then
+//     hand off leadership to other ISR members and take the broker out of
+//     ISRs; once nothing more can be handed off and the broker has seen the
+//     hand-off, it is fenced and told to shut down. Brokers in controlled
+//     shutdown are never elected and never join an ISR.
 //   - Registration: a new incarnation of a broker whose registration has a
 //     live session is refused (DUPLICATE_BROKER_REGISTRATION); otherwise it
 //     replaces the old registration, which is fenced first. A broker-only node
