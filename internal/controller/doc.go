@@ -20,8 +20,10 @@
 //     CommitTimeout (commit_push.go).
 //   - Broker sessions (liveness): the active controller's in-memory record of
 //     each broker's last heartbeat and controlled shutdown. It is not in the
-//     log: a node that becomes the active controller starts every registered
-//     broker's clock afresh, a grace period of one SessionTimeout.
+//     log (only a controlled shutdown's start is marked there, for the
+//     brokers: metadata.ControlledShutdownRecord): a node that becomes the
+//     active controller starts every registered broker's clock afresh, a
+//     grace period of one SessionTimeout.
 //   - Proof of death (probe.go): a broker whose controller-link connection
 //     closed (BrokerLinkClosed, from the link server), or that a new active
 //     controller has not heard from yet, is probed with a TCP connect to its

@@ -15,16 +15,16 @@ import (
 // an ISR, though it is still live. nil is the empty set.
 type ShuttingDown map[int32]bool
 
-// shuttingDown reports whether broker id is in controlled shutdown, in down
-// or marked in img.
-func shuttingDown(img *metadata.Image, down ShuttingDown, id int32) bool {
+// inControlledShutdown reports whether broker id is in controlled shutdown:
+// in down or marked in img.
+func inControlledShutdown(img *metadata.Image, down ShuttingDown, id int32) bool {
 	return down[id] || img.InControlledShutdown(id)
 }
 
 // eligible returns the test for brokers that may lead or join an ISR:
 // registered, unfenced and not in controlled shutdown.
 func eligible(img *metadata.Image, down ShuttingDown) func(int32) bool {
-	return func(id int32) bool { return img.IsLive(id) && !shuttingDown(img, down, id) }
+	return func(id int32) bool { return img.IsLive(id) && !inControlledShutdown(img, down, id) }
 }
 
 // ElectLeader picks a leader for p among the brokers isLive accepts: the first

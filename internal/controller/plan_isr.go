@@ -220,7 +220,7 @@ func ineligibleForISR(img *metadata.Image, down ShuttingDown, id int32, epoch in
 	switch {
 	case b == nil:
 		return "not registered"
-	case shuttingDown(img, down, id) && !isLeader:
+	case inControlledShutdown(img, down, id) && !isLeader:
 		return "shutting down"
 	case b.Fenced:
 		return "fenced"
