@@ -20,8 +20,10 @@
 //     CommitTimeout (commit_push.go).
 //   - Broker sessions (liveness): the active controller's in-memory record of
 //     each broker's last heartbeat and controlled shutdown. It is not in the
-//     log: a node that becomes the active controller starts every registered
-//     broker's clock afresh, a grace period of one SessionTimeout.
+//     log (only a controlled shutdown's start is marked there, for the
+//     brokers: metadata.ControlledShutdownRecord): a node that becomes the
+//     active controller starts every registered broker's clock afresh, a
+//     grace period of one SessionTimeout.
 //   - Proof of death (probe.go): a broker whose controller-link connection
 //     closed (BrokerLinkClosed, from the link server), or that a new active
 //     controller has not heard from yet, is probed with a TCP connect to its
@@ -40,11 +42,12 @@
 //   - Unfencing: a fenced broker's heartbeat unfences it once its metadata
 //     offset shows it has seen its fencing; it then leads the leaderless
 //     partitions whose ISR holds it (PlanBrokerHeartbeat).
-//   - Controlled shutdown: heartbeats with WantShutdown hand off leadership to
-//     other ISR members and take the broker out of ISRs; once nothing more can
-//     be handed off and the broker has seen the hand-off, it is fenced and told
-//     to shut down. Brokers in controlled shutdown are never elected and never
-//     join an ISR.
+//   - Controlled shutdown: heartbeats with WantShutdown mark the broker in
+//     controlled shutdown in the metadata (so leaders stop counting it), then
+//     hand off leadership to other ISR members and take the broker out of
+//     ISRs; once nothing more can be handed off and the broker has seen the
+//     hand-off, it is fenced and told to shut down. Brokers in controlled
+//     shutdown are never elected and never join an ISR.
 //   - Registration: a new incarnation of a broker whose registration has a
 //     live session is refused (DUPLICATE_BROKER_REGISTRATION); otherwise it
 //     replaces the old registration, which is fenced first. A broker-only node

@@ -233,15 +233,19 @@ func TestControlledShutdown(t *testing.T) {
 	setupBrokers(t, cl, 1)
 
 	// Broker 1 asks to shut down but has not applied the hand-off yet
-	// (metadata offset 0): orders-0 moves away from it, solo-0 cannot.
-	wait.For(t, "orders-0 to be handed off", func() bool {
-		cl.retry(func(c *Controller) error {
-			_, err := c.BrokerHeartbeat(ctxT(t), HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, WantShutdown: true})
-			return err
-		})
-		p := cl.image().Partition("orders", 0)
-		return p.Leader != 1 && !slices.Contains(p.ISR, 1)
+	// (metadata offset 0). One heartbeat marks it in controlled shutdown, for
+	// every broker to see, and then moves orders-0 away from it; solo-0
+	// cannot move.
+	var handedOff *metadata.Image
+	cl.retry(func(c *Controller) error {
+		_, err := c.BrokerHeartbeat(ctxT(t), HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, WantShutdown: true})
+		handedOff = c.Image()
+		return err
 	})
+	if p := handedOff.Partition("orders", 0); !handedOff.InControlledShutdown(1) || p.Leader == 1 || slices.Contains(p.ISR, 1) {
+		t.Fatalf("after one heartbeat asking for a controlled shutdown: broker 1 marked %v, orders-0 = %+v; want marked, handed off",
+			handedOff.InControlledShutdown(1), p)
+	}
 	// Shutting down, it may not rejoin an ISR.
 	if _, err := cl.alterPartition("orders", 0, addReplica(1)); !errors.Is(err, metadata.ErrIneligibleReplica) {
 		t.Errorf("AlterPartition adding a broker in controlled shutdown = %v, want INELIGIBLE_REPLICA", err)

@@ -7,17 +7,24 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 )
 
-// ShuttingDown is the set of brokers in controlled shutdown. The active
-// controller keeps it in memory, not in the metadata log (a broker repeats
-// its request with every heartbeat until told to stop). A broker in the set is
-// still live but may neither be elected leader nor join an ISR. nil is the
-// empty set.
+// ShuttingDown is the set of brokers in controlled shutdown as the active
+// controller remembers them (a broker repeats its request with every
+// heartbeat until told to stop). The metadata marks them too
+// (metadata.ControlledShutdownRecord), for the brokers and for a controller
+// that takes over; a broker in either may neither be elected leader nor join
+// an ISR, though it is still live. nil is the empty set.
 type ShuttingDown map[int32]bool
+
+// inControlledShutdown reports whether broker id is in controlled shutdown:
+// in down or marked in img.
+func inControlledShutdown(img *metadata.Image, down ShuttingDown, id int32) bool {
+	return down[id] || img.InControlledShutdown(id)
+}
 
 // eligible returns the test for brokers that may lead or join an ISR:
 // registered, unfenced and not in controlled shutdown.
 func eligible(img *metadata.Image, down ShuttingDown) func(int32) bool {
-	return func(id int32) bool { return img.IsLive(id) && !down[id] }
+	return func(id int32) bool { return img.IsLive(id) && !inControlledShutdown(img, down, id) }
 }
 
 // ElectLeader picks a leader for p among the brokers isLive accepts: the first

@@ -49,6 +49,13 @@ func TestPlanElectLeaders(t *testing.T) {
 			after: unchanged,
 		},
 		{
+			name:  "the preferred replica is marked in controlled shutdown",
+			img:   markShutdown(t, img, 1),
+			parts: []TopicPartitionRef{ref("a", 0)},
+			want:  []electResult{{ref("a", 0), metadata.ErrPreferredLeaderNotAvailable}},
+			after: unchanged,
+		},
+		{
 			name:  "the preferred replica is fenced",
 			img:   apply(t, img, &metadata.FenceBrokerRecord{BrokerID: 1, Epoch: 1}),
 			parts: []TopicPartitionRef{ref("a", 0)},

@@ -45,6 +45,16 @@ func fence(t *testing.T, img *metadata.Image, ids ...int32) *metadata.Image {
 	return img
 }
 
+// markShutdown marks brokers ids in controlled shutdown in img, as a
+// controller did before this one took over (its memory, ShuttingDown, has
+// none of them).
+func markShutdown(t *testing.T, img *metadata.Image, ids ...int32) *metadata.Image {
+	for _, id := range ids {
+		img = apply(t, img, &metadata.ControlledShutdownRecord{BrokerID: id, Epoch: img.Broker(id).Epoch})
+	}
+	return img
+}
+
 // partState is the expected leader, leader epoch and ISR of one partition.
 type partState struct {
 	topic       string

@@ -11,8 +11,9 @@ import (
 // liveness is the active controller's memory of broker sessions: when each
 // broker last heartbeated, whether it is in controlled shutdown, and the
 // metadata offsets it must reach before it is unfenced or told to stop. None
-// of it is in the metadata log. It keeps no clock: callers pass the time, so
-// tests drive it with any times they like.
+// of it is in the metadata log, which marks only a controlled shutdown's start
+// (metadata.ControlledShutdownRecord). It keeps no clock: callers pass the
+// time, so tests drive it with any times they like.
 //
 // Everything is per Raft term: the first call of observe in a new term
 // forgets every session and starts each registered broker's clock at that

@@ -176,35 +176,45 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req HeartbeatRequest) 
 			c.sessions(now).touch(req.BrokerID, req.BrokerEpoch, now)
 		}
 	}
-	var (
-		res      HeartbeatResult
-		st       HeartbeatState
-		proposed bool
-	)
-	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
-		b, err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch)
+	for {
+		var (
+			res            HeartbeatResult
+			st             HeartbeatState
+			proposed, mark bool
+		)
+		err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
+			b, err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch)
+			if err != nil {
+				return nil, err
+			}
+			st = c.sessions(c.cfg.clock()).heartbeat(req, b.Fenced, int64(img.Offset()), now)
+			var recs []metadata.Record
+			recs, res, err = PlanBrokerHeartbeat(img, req, st)
+			if proposed = len(recs) > 0; proposed {
+				_, mark = recs[0].(*metadata.ControlledShutdownRecord)
+			}
+			return recs, err
+		})
 		if err != nil {
-			return nil, err
+			return HeartbeatResult{}, err
 		}
-		st = c.sessions(c.cfg.clock()).heartbeat(req, b.Fenced, int64(img.Offset()), now)
-		var recs []metadata.Record
-		recs, res, err = PlanBrokerHeartbeat(img, req, st)
-		proposed = len(recs) > 0
-		return recs, err
-	})
-	if err != nil {
-		return HeartbeatResult{}, err
-	}
-	if proposed {
-		off := int64(c.Image().Offset())
-		switch {
-		case res.Fenced:
-			c.live.fenced(req.BrokerID, req.BrokerEpoch, off)
-		case st.ShuttingDown[req.BrokerID]:
-			c.live.handedOff(req.BrokerID, req.BrokerEpoch, off)
+		if proposed {
+			off := int64(c.Image().Offset())
+			switch {
+			case res.Fenced:
+				c.live.fenced(req.BrokerID, req.BrokerEpoch, off)
+			case st.ShuttingDown[req.BrokerID] && !mark:
+				c.live.handedOff(req.BrokerID, req.BrokerEpoch, off)
+			}
+		}
+		// The mark of a controlled shutdown went in a batch of its own: plan
+		// the hand-off now rather than at the broker's next heartbeat. The
+		// broker need not see its own mark before it stops (fenced, it may
+		// join no ISR anyway), only the hand-off.
+		if !mark {
+			return res, nil
 		}
 	}
-	return res, nil
 }
 
 // AlterPartitions applies the ISR changes of one AlterPartition request,

@@ -264,10 +264,18 @@ type HeartbeatState struct {
 //   - A live broker not shutting down: nothing changes.
 //   - A fenced broker that has applied st.UnfenceOffset and does not want to
 //     shut down is unfenced and leads the leaderless partitions it can.
-//   - A broker in controlled shutdown hands off what it can (changesForShutdown)
-//     in this heartbeat's records. Once nothing more can be handed off and it
-//     has applied st.ShutdownOffset, it is fenced (partitions it could not hand
-//     off become leaderless, keeping it as their ISR) and told to shut down.
+//   - A broker entering controlled shutdown is first marked in it
+//     (metadata.ControlledShutdownRecord, alone in the batch: a build that
+//     predates the record type refuses the batch that holds it), so that
+//     every broker's image knows before the hand-off takes it out of the
+//     ISRs: a leader then neither waits for it nor proposes it back (KIP-841,
+//     as Kafka's controller writes InControlledShutdown). The hand-off follows
+//     in the next plan.
+//   - A marked broker in controlled shutdown hands off what it can
+//     (changesForShutdown) in this heartbeat's records. Once nothing more can
+//     be handed off and it has applied st.ShutdownOffset, it is fenced
+//     (partitions it could not hand off become leaderless, keeping it as
+//     their ISR) and told to shut down.
 func PlanBrokerHeartbeat(img *metadata.Image, req HeartbeatRequest, st HeartbeatState) ([]metadata.Record, HeartbeatResult, error) {
 	b, err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch)
 	if err != nil {
@@ -285,6 +293,8 @@ func PlanBrokerHeartbeat(img *metadata.Image, req HeartbeatRequest, st Heartbeat
 		return recs, HeartbeatResult{}, err
 	case !shutting:
 		return nil, HeartbeatResult{}, nil
+	case !b.InControlledShutdown:
+		return []metadata.Record{&metadata.ControlledShutdownRecord{BrokerID: id, Epoch: b.Epoch}}, HeartbeatResult{}, nil
 	}
 	down := st.ShuttingDown
 	if !down[id] {

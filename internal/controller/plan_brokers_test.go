@@ -204,7 +204,8 @@ func TestPlanBrokerHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	fenced := apply(t, base, recs...)
-	handedOff := apply(t, base, changesForShutdown(base, 1, ShuttingDown{1: true})...)
+	marked := apply(t, base, &metadata.ControlledShutdownRecord{BrokerID: 1, Epoch: 1})
+	handedOff := apply(t, marked, changesForShutdown(marked, 1, ShuttingDown{1: true})...)
 	untouched := []partState{
 		{"orders", 0, 1, 0, []int32{1, 2, 3}},
 		{"orders", 1, 2, 0, []int32{2, 1}},
@@ -220,6 +221,7 @@ func TestPlanBrokerHeartbeat(t *testing.T) {
 		records bool        // whether the heartbeat proposes anything
 		parts   []partState // after applying the records
 		live    bool        // broker 1 live afterwards
+		marked  bool        // broker 1 in controlled shutdown afterwards (its image mark)
 	}{
 		{name: "live broker: nothing to do", img: base, req: HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1},
 			parts: untouched, live: true},
@@ -241,26 +243,29 @@ func TestPlanBrokerHeartbeat(t *testing.T) {
 		{name: "fenced, in controlled shutdown from an earlier heartbeat", img: fenced,
 			req: HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: 10}, st: HeartbeatState{ShuttingDown: ShuttingDown{1: true}},
 			want: HeartbeatResult{Fenced: true, ShouldShutdown: true}},
-		{name: "controlled shutdown starts: leadership and isr membership handed off", img: base,
+		{name: "controlled shutdown starts: the broker is marked first, alone", img: base,
 			req:     HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: 100, WantShutdown: true},
-			records: true, live: true, parts: []partState{
+			records: true, live: true, marked: true, parts: untouched},
+		{name: "controlled shutdown, marked: leadership and isr membership handed off", img: marked,
+			req:     HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: 100, WantShutdown: true},
+			records: true, live: true, marked: true, parts: []partState{
 				{"orders", 0, 2, 1, []int32{2, 3}},
 				{"orders", 1, 2, 0, []int32{2}},
 				{"orders", 2, 1, 0, []int32{1}}, // nobody to hand it to
 			}},
-		{name: "controlled shutdown skips brokers that are shutting down too", img: base,
+		{name: "controlled shutdown skips brokers that are shutting down too", img: marked,
 			req: HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, WantShutdown: true}, st: HeartbeatState{ShuttingDown: ShuttingDown{2: true}},
-			records: true, live: true, parts: []partState{
+			records: true, live: true, marked: true, parts: []partState{
 				{"orders", 0, 3, 1, []int32{2, 3}},
 				{"orders", 1, 2, 0, []int32{2}},
 			}},
 		{name: "controlled shutdown: hand-off not yet seen by the broker", img: handedOff,
 			req: HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: 9, WantShutdown: true},
-			st:  HeartbeatState{ShuttingDown: ShuttingDown{1: true}, ShutdownOffset: 10}, live: true},
+			st:  HeartbeatState{ShuttingDown: ShuttingDown{1: true}, ShutdownOffset: 10}, live: true, marked: true},
 		{name: "controlled shutdown complete: fenced, told to stop", img: handedOff,
 			req:  HeartbeatRequest{BrokerID: 1, BrokerEpoch: 1, MetadataOffset: 10, WantShutdown: true},
 			st:   HeartbeatState{ShuttingDown: ShuttingDown{1: true}, ShutdownOffset: 10},
-			want: HeartbeatResult{Fenced: true, ShouldShutdown: true}, records: true, parts: []partState{
+			want: HeartbeatResult{Fenced: true, ShouldShutdown: true}, records: true, marked: true, parts: []partState{
 				{"orders", 0, 2, 1, []int32{2, 3}},
 				{"orders", 1, 2, 0, []int32{2}},
 				{"orders", 2, metadata.NoLeader, 1, []int32{1}}, // keeps its isr: no data loss when it returns
@@ -285,6 +290,9 @@ func TestPlanBrokerHeartbeat(t *testing.T) {
 			checkPartitions(t, img, tt.parts)
 			if img.IsLive(1) != tt.live {
 				t.Errorf("broker 1 live = %v, want %v", img.IsLive(1), tt.live)
+			}
+			if img.InControlledShutdown(1) != tt.marked {
+				t.Errorf("broker 1 in controlled shutdown = %v, want %v", img.InControlledShutdown(1), tt.marked)
 			}
 		})
 	}

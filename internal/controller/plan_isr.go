@@ -59,7 +59,7 @@ type AlterPartitionRequest struct {
 //  7. NewISR holds distinct replicas of the partition and is not empty
 //     (ErrInvalidRequest);
 //  8. every member of NewISR, kept or added, is registered, unfenced, not in
-//     down (the brokers in controlled shutdown) and at the broker epoch the
+//     controlled shutdown (in down or marked in img) and at the broker epoch the
 //     leader names for it, if any (ErrIneligibleReplica; KIP-903: the leader
 //     saw the fetches of an earlier registration). One exception to Kafka's
 //     rule: the leader itself may be in controlled shutdown, as Strata keeps
@@ -220,7 +220,7 @@ func ineligibleForISR(img *metadata.Image, down ShuttingDown, id int32, epoch in
 	switch {
 	case b == nil:
 		return "not registered"
-	case down[id] && !isLeader:
+	case inControlledShutdown(img, down, id) && !isLeader:
 		return "shutting down"
 	case b.Fenced:
 		return "fenced"

@@ -89,6 +89,11 @@ func TestPlanAlterPartition(t *testing.T) {
 		{name: "adding a broker in controlled shutdown", img: base, req: req(nil), down: ShuttingDown{3: true}, wantErr: metadata.ErrIneligibleReplica},
 		{name: "expand while a kept member is in controlled shutdown", img: base, req: req(nil), down: ShuttingDown{2: true}, wantErr: metadata.ErrIneligibleReplica},
 		{name: "leader resigns to a member in controlled shutdown", img: full, req: req(withISR(2, 3)), down: ShuttingDown{3: true}, wantErr: metadata.ErrIneligibleReplica},
+		// The metadata's mark counts as the memory does: a controller that
+		// took over knows a broker in controlled shutdown before it heartbeats.
+		{name: "adding a broker marked in controlled shutdown", img: markShutdown(t, base, 3), req: req(nil), wantErr: metadata.ErrIneligibleReplica},
+		{name: "a leader marked in controlled shutdown may grow its isr", img: markShutdown(t, base, 1), req: req(nil), wantISR: []int32{1, 2, 3}},
+		{name: "leader resigns to a member marked in controlled shutdown", img: markShutdown(t, full, 3), req: req(withISR(2, 3)), wantErr: metadata.ErrIneligibleReplica},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

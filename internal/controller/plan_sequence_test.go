@@ -496,6 +496,8 @@ func (s *seqRun) heartbeat() {
 	case b.Fenced:
 		wantRecs = true
 	case !shutting:
+	case !b.InControlledShutdown:
+		wantRecs = true // the mark
 	case !s.handedOff(prev, id):
 		wantRecs = true
 	case req.MetadataOffset < st.ShutdownOffset:
@@ -510,7 +512,7 @@ func (s *seqRun) heartbeat() {
 	case len(recs) == 0:
 	case res.Fenced:
 		ss.unfenceOffset = int64(s.img.Offset())
-	case shutting:
+	case shutting && b.InControlledShutdown: // a hand-off, not the mark (as BrokerHeartbeat notes it)
 		ss.shutdownOffset = int64(s.img.Offset())
 	}
 	switch {
@@ -523,6 +525,11 @@ func (s *seqRun) heartbeat() {
 			s.fatalf("broker %d told to shut down but not fenced", id)
 		}
 		s.checkLeftBroker(id)
+	case shutting && wantRecs && !b.InControlledShutdown:
+		if len(recs) != 1 || !s.img.InControlledShutdown(id) {
+			s.fatalf("broker %d entering controlled shutdown: %d records, marked %v, want the mark alone",
+				id, len(recs), s.img.InControlledShutdown(id))
+		}
 	case shutting && wantRecs:
 		// One hand-off moves everything that can move.
 		if !s.handedOff(s.img, id) {

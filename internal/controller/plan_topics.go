@@ -487,7 +487,7 @@ func planCreatePartitions(img *metadata.Image, req CreatePartitions, down Shutti
 // usableBrokers is the live brokers not in controlled shutdown: those new
 // replicas are placed on, as Kafka's replica placer takes them.
 func usableBrokers(img *metadata.Image, down ShuttingDown) []int32 {
-	return slices.DeleteFunc(img.LiveBrokers(), func(id int32) bool { return down[id] })
+	return slices.DeleteFunc(img.LiveBrokers(), func(id int32) bool { return inControlledShutdown(img, down, id) })
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -92,6 +92,8 @@ func (b *builder) apply(rec Record) error {
 		return b.brokerFeatures(r)
 	case *BrokerDirectoryRecord:
 		return b.brokerDirectory(r)
+	case *ControlledShutdownRecord:
+		return b.controlledShutdown(r)
 	case *VoterDirectoryRecord:
 		return b.voterDirectory(r)
 	case *FormerDirectoryRecord:

@@ -45,6 +45,7 @@ func sampleRecords() []Record {
 		&VoterDirectoryRecord{NodeID: 3, DirectoryID: idB},
 		&VoterDirectoryRecord{NodeID: 2},
 		&FormerDirectoryRecord{BrokerID: 4, DirectoryID: idC},
+		&ControlledShutdownRecord{BrokerID: 1, Epoch: 7},
 	}
 }
 
@@ -144,6 +145,9 @@ func TestRecordRoundTripProperty(t *testing.T) {
 		}),
 		rapid.Custom(func(t *rapid.T) Record {
 			return &FormerDirectoryRecord{BrokerID: rapid.Int32().Draw(t, "id"), DirectoryID: uuidGen.Draw(t, "dir")}
+		}),
+		rapid.Custom(func(t *rapid.T) Record {
+			return &ControlledShutdownRecord{BrokerID: rapid.Int32().Draw(t, "id"), Epoch: rapid.Int64().Draw(t, "epoch")}
 		}),
 	)
 	rapid.Check(t, func(t *rapid.T) {

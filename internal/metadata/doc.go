@@ -59,7 +59,7 @@
 // a type or version it does not know (its image stays as it was), so a change
 // every node must apply uses only types and versions the previous release
 // writes, and what older nodes may miss goes in a batch of its own
-// (BrokerFeaturesRecord, BrokerDirectoryRecord).
+// (BrokerFeaturesRecord, BrokerDirectoryRecord, ControlledShutdownRecord).
 //
 // A snapshot, the payload of a Raft snapshot:
 //

@@ -30,6 +30,9 @@ type Broker struct {
 	// at their highest level (BrokerFeaturesRecord); nil until recorded.
 	Features    map[string]int32
 	DirectoryID UUID // the registration's data directory (BrokerDirectoryRecord); zero until recorded
+	// InControlledShutdown: the registration is in controlled shutdown
+	// (ControlledShutdownRecord).
+	InControlledShutdown bool
 }
 
 // Addr is the broker's Kafka address, host:port.
@@ -340,6 +343,9 @@ func (img *Image) Records() []Record {
 		}
 		if !b.DirectoryID.IsZero() {
 			recs = append(recs, &BrokerDirectoryRecord{BrokerID: b.ID, Epoch: b.Epoch, DirectoryID: b.DirectoryID})
+		}
+		if b.InControlledShutdown {
+			recs = append(recs, &ControlledShutdownRecord{BrokerID: b.ID, Epoch: b.Epoch})
 		}
 	}
 	recs = append(recs, img.formerDirectoryRecords()...)

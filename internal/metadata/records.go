@@ -33,6 +33,8 @@ const (
 	TypeVoterDirectory RecordType = 34
 	// Unregistered brokers' data directories (35, directory.go).
 	TypeFormerDirectory RecordType = 35
+	// Brokers in controlled shutdown (36, shutdown.go).
+	TypeControlledShutdown RecordType = 36
 
 	// Connection quotas (50-54).
 	TypeIPQuota RecordType = 50
@@ -207,6 +209,8 @@ func newRecord(t RecordType) Record {
 		return new(BrokerDirectoryRecord)
 	case TypeVoterDirectory:
 		return new(VoterDirectoryRecord)
+	case TypeControlledShutdown:
+		return new(ControlledShutdownRecord)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ func richImage(t *testing.T) *Image {
 		&FenceBrokerRecord{BrokerID: 3, Epoch: 1},
 		&BrokerFeaturesRecord{BrokerID: 2, Epoch: 1, Features: map[string]int32{FeatureOwedMarkers: 1}},
 		&BrokerDirectoryRecord{BrokerID: 2, Epoch: 1, DirectoryID: idC},
+		&ControlledShutdownRecord{BrokerID: 2, Epoch: 1},
 		&VoterDirectoryRecord{NodeID: 2, DirectoryID: idB},
 		&PartitionChangeRecord{TopicID: idA, Partition: 0, Leader: 2, LeaderEpoch: 1, ISR: []int32{2}},
 		&ReassignmentRecord{TopicID: idA, Partition: 1, Replicas: []int32{4, 3, 2, 1}, Adding: []int32{4},

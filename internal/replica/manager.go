@@ -253,19 +253,21 @@ func (m *Manager) proposeISR(c isrChange) {
 
 // isrEligible reports whether broker id, fetching with broker epoch epoch
 // (-1: not sent), may join an ISR as far as this broker's image knows:
-// registered, not fenced (KIP-841; the controller checks again, and refuses a
-// broker in controlled shutdown) and, with an epoch, at its current
-// registration (KIP-903: a fetch of an earlier process of the broker, such as
-// one delayed across its restart, does not vouch for the new one's log). A
-// restarted broker fetches before the controller unfences it; proposing it
-// then would only be refused, for every partition it follows.
+// registered, not fenced, not in controlled shutdown (KIP-841, Kafka's
+// Partition.isReplicaIsrEligible; the controller checks again) and, with an
+// epoch, at its current registration (KIP-903: a fetch of an earlier process
+// of the broker, such as one delayed across its restart, does not vouch for
+// the new one's log). A restarted broker fetches before the controller
+// unfences it, and a broker in controlled shutdown until it stops: proposing
+// either would only be refused, for every partition it follows, and the
+// leader's high-water mark would wait for it meanwhile.
 func (m *Manager) isrEligible(id int32, epoch int64) bool {
 	img := m.image.Load()
 	if img == nil {
 		return true
 	}
 	b := img.Broker(id)
-	return img.IsLive(id) && b != nil && (epoch < 0 || b.Epoch == epoch)
+	return img.IsLive(id) && b != nil && !b.InControlledShutdown && (epoch < 0 || b.Epoch == epoch)
 }
 
 // sendISRChanges sends the queued ISR changes, all of them in one request,

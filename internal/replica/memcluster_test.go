@@ -61,6 +61,9 @@ type memCluster struct {
 	stale map[int32]bool
 	// remote is every broker's remote storage (nil: none).
 	remote remote.Store
+	// down holds the brokers in controlled shutdown, as the active
+	// controller remembers them (controlledShutdown).
+	down controller.ShuttingDown
 }
 
 type memNode struct {
@@ -287,6 +290,36 @@ func (c *memCluster) holdISR() (held func() int, release func()) {
 	return held, release
 }
 
+// controlledShutdown has broker id ask the controller for a controlled
+// shutdown in heartbeat after heartbeat, as a stopping broker does, each
+// planned by the controller's PlanBrokerHeartbeat and its records applied,
+// until the controller has nothing more to do but tell it to stop: the broker
+// has not applied the last change yet. It still runs.
+func (c *memCluster) controlledShutdown(id int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down == nil {
+		c.down = controller.ShuttingDown{}
+	}
+	c.down[id] = true
+	b := c.img.Broker(id)
+	for range 10 {
+		req := controller.HeartbeatRequest{BrokerID: id, BrokerEpoch: b.Epoch, WantShutdown: true}
+		st := controller.HeartbeatState{ShuttingDown: c.down, ShutdownOffset: int64(c.img.Offset())}
+		recs, res, err := controller.PlanBrokerHeartbeat(c.img, req, st)
+		if err != nil || res.ShouldShutdown {
+			c.t.Fatalf("controlled shutdown of %d: %+v, %v", id, res, err)
+		}
+		if len(recs) == 0 {
+			return
+		}
+		if err := c.applyLocked(recs); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	c.t.Fatalf("controlled shutdown of %d: the hand-off does not end", id)
+}
+
 // isolate cuts broker id off from the other brokers (not from the controller,
 // which here is the test itself) or heals it.
 func (c *memCluster) isolate(id int32, cut bool) {
@@ -363,7 +396,7 @@ func (mc memController) AlterPartitions(_ context.Context, changes []ISRChange) 
 			LeaderEpoch: ch.LeaderEpoch, PartitionEpoch: ch.PartitionEpoch, NewISR: ch.ISR, NewISRBrokerEpochs: ch.BrokerEpochs,
 		}
 	}
-	recs, planned, err := controller.PlanAlterPartitions(c.img, reqs, nil)
+	recs, planned, err := controller.PlanAlterPartitions(c.img, reqs, c.down)
 	if err != nil {
 		return nil, err
 	}
