@@ -124,11 +124,13 @@ func (l *Log) load() error {
 	rp := int64(0)
 	unsynced := false // recovery left the active segment's fsync to the flusher
 	if !clean {
-		if rcErr == nil && epErr == nil {
+		if rcErr == nil {
 			rp = rc.RecoveryPoint
+		}
+		if epErr == nil {
 			l.mu.epochs.entries = slices.Clone(epochs)
 		}
-		if unsynced, err = l.recover(rp); err != nil {
+		if unsynced, err = l.recover(rp, epErr != nil); err != nil {
 			return err
 		}
 	}
@@ -162,7 +164,7 @@ func (l *Log) load() error {
 		// segment's indexes are not on disk. Nothing needs writing unless that
 		// moved the recovery point: the next recovery reads the same segments.
 		l.recoveryPoint.Store(l.active().base)
-		if l.recoveryPoint.Load() != rp {
+		if l.recoveryPoint.Load() != rp || epErr != nil {
 			if err := l.writeCheckpoints(false); err != nil {
 				return err
 			}
@@ -292,7 +294,10 @@ func (s *segment) setFirstTimestamp(ts int64) {
 // Sealed segments it reads are fsynced with their indexes; the active segment's
 // fsync is left to the flusher (unsynced), which runs before the durable offset
 // passes its base, unless the LogDir's syncfs made it durable (filesSynced).
-func (l *Log) recover(rp int64) (unsynced bool, err error) {
+// With lostEpochs (no usable epoch checkpoint) the epoch cache is rebuilt from
+// the batch headers of the segments below rp too; those are read, never cut,
+// so one whose headers do not parse fails the recovery.
+func (l *Log) recover(rp int64, lostEpochs bool) (unsynced bool, err error) {
 	segs := l.mu.segments
 	// Segment i is trusted iff a later segment starts at or below rp.
 	k := 0
@@ -300,6 +305,11 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 		k++
 	}
 	for _, s := range segs[:k] {
+		if lostEpochs {
+			if err := l.assignEpochsFrom(s, s.size); err != nil {
+				return false, err
+			}
+		}
 		if !s.loadMaxTimestamp() && s.size > 0 {
 			if err := s.ensureIndexes(s.size, s.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 				return false, err

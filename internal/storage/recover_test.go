@@ -775,3 +775,101 @@ func segmentFileBases(t *testing.T, fsys vfs.FS) []int64 {
 	slices.Sort(bases)
 	return bases
 }
+
+// TestLostEpochCheckpointCutsNoTrustedSegment: with the leader-epoch
+// checkpoint damaged or missing, Open ignored the recovery point and read
+// every segment from the first to rebuild the epoch cache, so damage in a
+// segment the recovery point vouches for cut the log there and deleted every
+// later segment, acknowledged data included. Kafka 4.4 recovers only from the
+// recovery point (LogLoader.recoverLog) and fails the load on a malformed
+// epoch checkpoint (CheckpointFileWithFailureHandler.read). Open must cut
+// nothing below the recovery point: the trusted segments give their epochs
+// back, and one whose batch headers do not parse fails Open naming it.
+func TestLostEpochCheckpointCutsNoTrustedSegment(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	clean := vfs.NewMem()
+	l := openLog(t, clean, cfg)
+	want := appendN(t, l, 30, 2, 30, 500, 1)
+	want = append(want, appendN(t, l, 30, 2, 30, 900, 3)...)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantEpochs := []EpochEntry{{1, 0}, {3, 60}}
+	leo := int64(2 * len(want))
+	bases := segmentFileBases(t, clean)
+	if len(bases) < 3 || bases[1] >= 60 {
+		t.Fatalf("the fixture has segments at %v, want 3 or more, the second in epoch 1", bases)
+	}
+	// overwrite writes b into batch 5 of the first segment at off.
+	overwrite := func(off int, b []byte) func(*testing.T, *vfs.MemFS) {
+		return func(t *testing.T, fsys *vfs.MemFS) {
+			f, err := fsys.OpenReadWrite(filepath.Join(testDir, segmentName(0, logSuffix)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt(b, int64(5*len(want[0])+off)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	checkpoints := []struct {
+		name string
+		lose func(*testing.T, *vfs.MemFS)
+	}{
+		{"damaged epoch checkpoint", func(t *testing.T, fsys *vfs.MemFS) {
+			appendRaw(t, fsys, filepath.Join(testDir, epochCheckpointName), []byte{1})
+		}},
+		{"missing epoch checkpoint", func(t *testing.T, fsys *vfs.MemFS) {
+			if err := removeDurably(fsys, testDir, epochCheckpointName); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	damages := []struct {
+		name     string
+		damage   func(*testing.T, *vfs.MemFS)
+		openFail bool // the headers do not parse: Open fails
+	}{
+		{"record bytes", overwrite(batch.HeaderSize+3, []byte{0xee}), false},
+		{"batch length", overwrite(8, []byte{0xff, 0xff, 0xff, 0xff}), true},
+	}
+	for _, cp := range checkpoints {
+		for _, d := range damages {
+			t.Run(cp.name+"/"+d.name, func(t *testing.T) {
+				fsys := clean.CrashClone()
+				cp.lose(t, fsys)
+				d.damage(t, fsys)
+				files, err := fsys.List(testDir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l, err := Open(fsys, testDir, cfg)
+				if d.openFail {
+					if err == nil {
+						t.Cleanup(func() { l.Close() })
+						t.Fatalf("Open succeeded: log end %d, %d segments; want ErrCorruptSegment", l.LogEndOffset(), l.NumSegments())
+					}
+					first := filepath.Join(testDir, segmentName(0, logSuffix))
+					if !errors.Is(err, ErrCorruptSegment) || !strings.Contains(err.Error(), first) {
+						t.Fatalf("Open: %v; want ErrCorruptSegment naming %s", err, first)
+					}
+					if got, err := fsys.List(testDir); err != nil || !slices.Equal(got, files) {
+						t.Fatalf("files %v (%v) after the failed Open, want %v", got, err, files)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				defer l.Close()
+				if got := segmentFileBases(t, fsys); l.LogEndOffset() != leo || !slices.Equal(got, bases) {
+					t.Fatalf("log end %d, segments %v; want %d, %v", l.LogEndOffset(), got, leo, bases)
+				}
+				if e := l.Epochs(); !equalEpochs(e, wantEpochs) {
+					t.Fatalf("epochs %v, want %v", e, wantEpochs)
+				}
+			})
+		}
+	}
+}
