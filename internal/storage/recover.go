@@ -105,6 +105,7 @@ func (l *Log) load() error {
 		if rcErr == nil && epErr == nil {
 			l.mu.epochs.entries = slices.Clone(epochs)
 			l.mu.epochs.truncateFromEnd(start)
+			l.mu.epochs.truncateFromStart(start)
 		}
 		return l.finishLoad(hadMarker)
 	}

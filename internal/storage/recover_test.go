@@ -873,3 +873,36 @@ func TestLostEpochCheckpointCutsNoTrustedSegment(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenWithoutSegmentsCutsEpochsAtLogStart cuts the power before each
+// filesystem operation of TruncateFullyAndStartAt. Where the old segments were
+// gone and the new one not yet created, Open started the log empty at the
+// checkpointed log start but kept the epoch entries below it, so
+// EndOffsetForEpoch answered an offset below the log start. Kafka 4.4's
+// LogLoader.load cuts the epoch cache at the log start whatever the segments.
+func TestOpenWithoutSegmentsCutsEpochsAtLogStart(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	fsys := vfs.NewMem()
+	l := openLog(t, fsys, cfg)
+	appendN(t, l, 30, 2, 30, 500, 1)
+	appendN(t, l, 30, 2, 30, 900, 3)
+	if err := l.DeleteRecords(70); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	crashAtEachLogOp(t, fsys, cfg, func(l *Log) error { return l.TruncateFullyAndStartAt(500) }, func(img *vfs.MemFS, what string) {
+		l := openLog(t, img, cfg)
+		start := l.LogStartOffset()
+		for _, e := range l.Epochs() {
+			if e.StartOffset < start {
+				t.Fatalf("%s: epochs %v, log start %d: an entry below the log start", what, l.Epochs(), start)
+			}
+		}
+		if _, end := l.EndOffsetForEpoch(1); end >= 0 && end < start {
+			t.Fatalf("%s: EndOffsetForEpoch(1) = %d, below the log start %d", what, end, start)
+		}
+		l.Close()
+	})
+}
