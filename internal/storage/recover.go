@@ -270,7 +270,10 @@ func (l *Log) loadTrusted(segs []*segment) error {
 	return l.loadFirstTimestamp(s)
 }
 
-// loadFirstTimestamp reads the active segment's first batch header for roll by age.
+// loadFirstTimestamp reads the active segment's first batch header for roll by
+// age. A header that does not parse leaves the segment aged by its creation
+// time, as Kafka ages a segment whose first batch it cannot read: the log was
+// closed cleanly, and Open reads no batch of it.
 func (l *Log) loadFirstTimestamp(s *segment) error {
 	if s.size == 0 {
 		return nil
@@ -278,7 +281,10 @@ func (l *Log) loadFirstTimestamp(s *segment) error {
 	sc := headerScanner(s.log, 0, s.size)
 	defer sc.done()
 	if !sc.next() {
-		return corrupt(s.log.Name(), 0, sc.err)
+		if isDataError(sc.err) {
+			return nil
+		}
+		return fmt.Errorf("%s: %w", s.log.Name(), sc.err)
 	}
 	s.setFirstTimestamp(sc.h.MaxTimestamp)
 	return nil

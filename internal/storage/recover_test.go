@@ -906,3 +906,51 @@ func TestOpenWithoutSegmentsCutsEpochsAtLogStart(t *testing.T) {
 		l.Close()
 	})
 }
+
+// TestCleanOpenWithDamagedActiveFirstBatch: after a clean shutdown Open reads
+// the active segment's first batch header only for roll by age. A damaged one
+// (its length or magic) failed Open, so the partition could not be loaded at
+// all, where Kafka 4.4 reads no batch of a cleanly closed log (LogLoader.load)
+// and, finding no first batch, ages the segment by its creation time
+// (LogSegment.shouldRoll). Open must keep the log as closed, and age the
+// segment by its creation time.
+func TestCleanOpenWithDamagedActiveFirstBatch(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	clean, want := cleanLog(t, cfg, 40)
+	leo := int64(2 * len(want))
+	bases := segmentFileBases(t, clean)
+	tests := []struct {
+		name string
+		off  int64 // where 0xff bytes go in the first batch
+	}{
+		{"batch length", 8},
+		{"magic", 16},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := clean.CrashClone()
+			f, err := fsys.OpenReadWrite(lastSegment(t, fsys))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte{0xff, 0xff, 0xff, 0xff}, tt.off); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			l := openLog(t, fsys, cfg)
+			if got := segmentFileBases(t, fsys); l.LogEndOffset() != leo || !slices.Equal(got, bases) {
+				t.Fatalf("log end %d, segments %v; want %d, %v", l.LogEndOffset(), got, leo, bases)
+			}
+			if st := l.Stats(); st.RecoveredSegments != 0 {
+				t.Fatalf("a clean reopen scanned %d segments", st.RecoveredSegments)
+			}
+			s := l.active()
+			s.mu.RLock()
+			firstTS := s.mu.firstTS
+			s.mu.RUnlock()
+			if firstTS != -1 {
+				t.Fatalf("first timestamp %d from a damaged header, want -1 (age by creation time)", firstTS)
+			}
+		})
+	}
+}
