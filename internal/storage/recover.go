@@ -131,7 +131,7 @@ func (l *Log) load() error {
 		if epErr == nil {
 			l.mu.epochs.entries = slices.Clone(epochs)
 		}
-		if unsynced, err = l.recover(rp, epErr != nil); err != nil {
+		if unsynced, err = l.recover(rp, epErr); err != nil {
 			return err
 		}
 	}
@@ -301,10 +301,12 @@ func (s *segment) setFirstTimestamp(ts int64) {
 // Sealed segments it reads are fsynced with their indexes; the active segment's
 // fsync is left to the flusher (unsynced), which runs before the durable offset
 // passes its base, unless the LogDir's syncfs made it durable (filesSynced).
-// With lostEpochs (no usable epoch checkpoint) the epoch cache is rebuilt from
-// the batch headers of the segments below rp too; those are read, never cut,
-// so one whose headers do not parse fails the recovery.
-func (l *Log) recover(rp int64, lostEpochs bool) (unsynced bool, err error) {
+// epErr is why the epoch checkpoint could not be used, nil if it was. If it
+// could not, the epoch cache is rebuilt from the batch headers of the segments
+// below rp too; those are read, never cut. Where their headers stop parsing,
+// a damaged checkpoint fails the recovery, as Kafka fails on a malformed one;
+// a missing one leaves the epochs read before, as Kafka starts it empty.
+func (l *Log) recover(rp int64, epErr error) (unsynced bool, err error) {
 	segs := l.mu.segments
 	// Segment i is trusted iff a later segment starts at or below rp.
 	k := 0
@@ -312,8 +314,9 @@ func (l *Log) recover(rp int64, lostEpochs bool) (unsynced bool, err error) {
 		k++
 	}
 	for _, s := range segs[:k] {
-		if lostEpochs {
-			if err := l.assignEpochsFrom(s, s.size); err != nil {
+		if epErr != nil {
+			err := l.assignEpochsFrom(s, s.size)
+			if err != nil && !(isNotExist(epErr) && isDataError(err)) {
 				return false, err
 			}
 		}

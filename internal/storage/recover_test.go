@@ -781,10 +781,12 @@ func segmentFileBases(t *testing.T, fsys vfs.FS) []int64 {
 // every segment from the first to rebuild the epoch cache, so damage in a
 // segment the recovery point vouches for cut the log there and deleted every
 // later segment, acknowledged data included. Kafka 4.4 recovers only from the
-// recovery point (LogLoader.recoverLog) and fails the load on a malformed
-// epoch checkpoint (CheckpointFileWithFailureHandler.read). Open must cut
-// nothing below the recovery point: the trusted segments give their epochs
-// back, and one whose batch headers do not parse fails Open naming it.
+// recovery point (LogLoader.recoverLog), fails the load on a malformed epoch
+// checkpoint (CheckpointFileWithFailureHandler.read) and starts a missing one
+// empty. Open must cut nothing below the recovery point: the trusted segments
+// give their epochs back; with a damaged checkpoint one whose batch headers do
+// not parse fails Open naming it, with a missing one it gives the epochs of
+// the headers before the damage.
 func TestLostEpochCheckpointCutsNoTrustedSegment(t *testing.T) {
 	cfg := Config{SegmentBytes: 2048}
 	clean := vfs.NewMem()
@@ -814,25 +816,26 @@ func TestLostEpochCheckpointCutsNoTrustedSegment(t *testing.T) {
 		}
 	}
 	checkpoints := []struct {
-		name string
-		lose func(*testing.T, *vfs.MemFS)
+		name    string
+		lose    func(*testing.T, *vfs.MemFS)
+		damaged bool // headers that do not parse fail Open
 	}{
 		{"damaged epoch checkpoint", func(t *testing.T, fsys *vfs.MemFS) {
 			appendRaw(t, fsys, filepath.Join(testDir, epochCheckpointName), []byte{1})
-		}},
+		}, true},
 		{"missing epoch checkpoint", func(t *testing.T, fsys *vfs.MemFS) {
 			if err := removeDurably(fsys, testDir, epochCheckpointName); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, false},
 	}
 	damages := []struct {
-		name     string
-		damage   func(*testing.T, *vfs.MemFS)
-		openFail bool // the headers do not parse: Open fails
+		name         string
+		damage       func(*testing.T, *vfs.MemFS)
+		headersParse bool
 	}{
-		{"record bytes", overwrite(batch.HeaderSize+3, []byte{0xee}), false},
-		{"batch length", overwrite(8, []byte{0xff, 0xff, 0xff, 0xff}), true},
+		{"record bytes", overwrite(batch.HeaderSize+3, []byte{0xee}), true},
+		{"batch length", overwrite(8, []byte{0xff, 0xff, 0xff, 0xff}), false},
 	}
 	for _, cp := range checkpoints {
 		for _, d := range damages {
@@ -845,7 +848,7 @@ func TestLostEpochCheckpointCutsNoTrustedSegment(t *testing.T) {
 					t.Fatal(err)
 				}
 				l, err := Open(fsys, testDir, cfg)
-				if d.openFail {
+				if cp.damaged && !d.headersParse {
 					if err == nil {
 						t.Cleanup(func() { l.Close() })
 						t.Fatalf("Open succeeded: log end %d, %d segments; want ErrCorruptSegment", l.LogEndOffset(), l.NumSegments())
