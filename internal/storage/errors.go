@@ -38,7 +38,9 @@ var (
 	// CORRUPT_MESSAGE / KAFKA_STORAGE_ERROR.
 	ErrCorruptSegment = errors.New("storage: corrupt segment")
 	// ErrCorruptSideFile: a checkpoint or marker file failed its length, CRC or
-	// version check. Open treats such a file as missing and recovers by scanning.
+	// version check. Open treats such a file as missing and recovers by scanning,
+	// except that a damaged leader-epoch checkpoint fails Open where a segment
+	// it rebuilds the epochs from does not parse.
 	ErrCorruptSideFile = errors.New("storage: corrupt side file")
 
 	// errTornTail (internal): a scanned range ends partway through a batch. Recovery
