@@ -33,8 +33,8 @@ var (
 	ErrTruncated = errors.New("storage: offset is not in the log")
 	// ErrCorruptSegment: a segment's bytes below its published end do not parse (disk
 	// corruption, or an index pointing into the middle of a batch), or, at Open, a
-	// segment file's name does not fit its batches or the segment before it, or is
-	// not the 20-digit name Strata writes. Kafka's
+	// segment file's name does not fit its batches or the segment before it, or a
+	// .log file's name is not the 20-digit name Strata writes. Kafka's
 	// CORRUPT_MESSAGE / KAFKA_STORAGE_ERROR.
 	ErrCorruptSegment = errors.New("storage: corrupt segment")
 	// ErrCorruptSideFile: a checkpoint or marker file failed its length, CRC or

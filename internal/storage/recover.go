@@ -41,14 +41,17 @@ func (l *Log) load() error {
 		case strings.HasSuffix(name, swapSuffix):
 			return fmt.Errorf("%w: %s: a Kafka swap file Strata does not install", ErrCorruptSegment, filepath.Join(l.dir, name))
 		case suffix != "":
-			// Skipping a file not named as Strata names it would lose its records.
 			base, ok := parseOffsetName(name, suffix)
-			if !ok {
+			switch {
+			case !ok && suffix == logSuffix:
+				// Skipping a segment not named as Strata names it would lose its records.
 				return fmt.Errorf("%w: %s: not named by a %d-digit base offset", ErrCorruptSegment, filepath.Join(l.dir, name), baseDigits)
-			}
-			if suffix == logSuffix {
+			case !ok:
+				// An index file holds no record, and a segment's missing index is
+				// rebuilt: leave it, as Kafka leaves one beside its segment.
+			case suffix == logSuffix:
 				bases = append(bases, base)
-			} else {
+			default:
 				indexes = append(indexes, indexFile{base, name})
 			}
 		default:

@@ -695,8 +695,6 @@ func TestUnnamedSegmentFileFailsOpen(t *testing.T) {
 		{"first segment with 21 digits", rename(0, long, logSuffix)},
 		{"segment named without digits", rename(1, func(int64) string { return "copy" }, logSuffix)},
 		{"segment named with a sign", rename(1, func(base int64) string { return "+" + segmentName(base, "")[1:] }, logSuffix)},
-		{"offset index with a short name", rename(1, short, indexSuffix)},
-		{"time index with 21 digits", rename(1, long, timeIndexSuffix)},
 		{"segment left as a Kafka swap file", func(t *testing.T, fsys *vfs.MemFS) []string {
 			name := filepath.Join(testDir, segmentName(bases[1], logSuffix))
 			if err := fsys.Rename(name, name+swapSuffix); err != nil {
@@ -724,6 +722,49 @@ func TestUnnamedSegmentFileFailsOpen(t *testing.T) {
 			}
 			if got, err := fsys.List(testDir); err != nil || !slices.Equal(got, want) {
 				t.Fatalf("files %v (%v) after the failed Open, want %v", got, err, want)
+			}
+		})
+	}
+}
+
+// TestMisnamedIndexFileIgnored: an index file not named by a 20-digit base
+// offset failed Open, so the partition could not be loaded, though the file
+// holds no record and a segment's missing index is rebuilt from its log.
+// Kafka 4.4's LogLoader.loadSegmentFiles leaves such a file alone when the
+// 20-digit log of the offset its name starts with exists. Open must load the
+// whole log and leave the file.
+func TestMisnamedIndexFileIgnored(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	clean, want := cleanLog(t, cfg, 40)
+	bases := segmentFileBases(t, clean)
+	tests := []struct {
+		name, suffix string
+		misname      func(base int64) string
+	}{
+		{"offset index with a short name", indexSuffix, func(base int64) string { return fmt.Sprint(base) }},
+		{"time index with 21 digits", timeIndexSuffix, func(base int64) string { return "0" + segmentName(base, "") }},
+		{"aborted-transaction index with a sign", abortIndexSuffix, func(base int64) string { return "+" + segmentName(base, "")[1:] }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := clean.CrashClone()
+			b, err := vfs.ReadFile(fsys, filepath.Join(testDir, segmentName(bases[1], indexSuffix)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			misnamed := filepath.Join(testDir, tt.misname(bases[1])+tt.suffix)
+			f, err := fsys.Create(misnamed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write(b); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			l := openLog(t, fsys, cfg)
+			sameBatches(t, readAll(t, l), want)
+			if got, err := vfs.ReadFile(fsys, misnamed); err != nil || !bytes.Equal(got, b) {
+				t.Fatalf("%s after Open: %v, %d bytes; want it left as it was", misnamed, err, len(got))
 			}
 		})
 	}
