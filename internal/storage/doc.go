@@ -189,6 +189,9 @@
 //
 // The epoch checkpoint is written before the recovery checkpoint, so entries below
 // the recovery point are always on disk; entries above it are rebuilt by recovery.
+// Without a valid epoch checkpoint, recovery rebuilds the entries below the
+// recovery point from those segments' batch headers, which it never cuts (a
+// damaged checkpoint and headers that do not parse fail Open).
 // In the cleaner checkpoint, range i covers the offsets from range i-1's end (the
 // log's start for i = 0) up to its own: they first became clean at "cleaned at",
 // and the last pass kept a tombstone among them if "tombstones" is 1. The ranges

@@ -33,12 +33,14 @@ var (
 	ErrTruncated = errors.New("storage: offset is not in the log")
 	// ErrCorruptSegment: a segment's bytes below its published end do not parse (disk
 	// corruption, or an index pointing into the middle of a batch), or, at Open, a
-	// segment file's name does not fit its batches or the segment before it, or is
-	// not the 20-digit name Strata writes. Kafka's
+	// segment file's name does not fit its batches or the segment before it, or a
+	// .log file's name is not the 20-digit name Strata writes. Kafka's
 	// CORRUPT_MESSAGE / KAFKA_STORAGE_ERROR.
 	ErrCorruptSegment = errors.New("storage: corrupt segment")
 	// ErrCorruptSideFile: a checkpoint or marker file failed its length, CRC or
-	// version check. Open treats such a file as missing and recovers by scanning.
+	// version check. Open treats such a file as missing and recovers by scanning,
+	// except that a damaged leader-epoch checkpoint fails Open where a segment
+	// it rebuilds the epochs from does not parse.
 	ErrCorruptSideFile = errors.New("storage: corrupt side file")
 
 	// errTornTail (internal): a scanned range ends partway through a batch. Recovery

@@ -41,14 +41,17 @@ func (l *Log) load() error {
 		case strings.HasSuffix(name, swapSuffix):
 			return fmt.Errorf("%w: %s: a Kafka swap file Strata does not install", ErrCorruptSegment, filepath.Join(l.dir, name))
 		case suffix != "":
-			// Skipping a file not named as Strata names it would lose its records.
 			base, ok := parseOffsetName(name, suffix)
-			if !ok {
+			switch {
+			case !ok && suffix == logSuffix:
+				// Skipping a segment not named as Strata names it would lose its records.
 				return fmt.Errorf("%w: %s: not named by a %d-digit base offset", ErrCorruptSegment, filepath.Join(l.dir, name), baseDigits)
-			}
-			if suffix == logSuffix {
+			case !ok:
+				// An index file holds no record, and a segment's missing index is
+				// rebuilt: leave it, as Kafka leaves one beside its segment.
+			case suffix == logSuffix:
 				bases = append(bases, base)
-			} else {
+			default:
 				indexes = append(indexes, indexFile{base, name})
 			}
 		default:
@@ -105,6 +108,7 @@ func (l *Log) load() error {
 		if rcErr == nil && epErr == nil {
 			l.mu.epochs.entries = slices.Clone(epochs)
 			l.mu.epochs.truncateFromEnd(start)
+			l.mu.epochs.truncateFromStart(start)
 		}
 		return l.finishLoad(hadMarker)
 	}
@@ -124,11 +128,13 @@ func (l *Log) load() error {
 	rp := int64(0)
 	unsynced := false // recovery left the active segment's fsync to the flusher
 	if !clean {
-		if rcErr == nil && epErr == nil {
+		if rcErr == nil {
 			rp = rc.RecoveryPoint
+		}
+		if epErr == nil {
 			l.mu.epochs.entries = slices.Clone(epochs)
 		}
-		if unsynced, err = l.recover(rp); err != nil {
+		if unsynced, err = l.recover(rp, epErr); err != nil {
 			return err
 		}
 	}
@@ -162,7 +168,7 @@ func (l *Log) load() error {
 		// segment's indexes are not on disk. Nothing needs writing unless that
 		// moved the recovery point: the next recovery reads the same segments.
 		l.recoveryPoint.Store(l.active().base)
-		if l.recoveryPoint.Load() != rp {
+		if l.recoveryPoint.Load() != rp || epErr != nil {
 			if err := l.writeCheckpoints(false); err != nil {
 				return err
 			}
@@ -267,7 +273,10 @@ func (l *Log) loadTrusted(segs []*segment) error {
 	return l.loadFirstTimestamp(s)
 }
 
-// loadFirstTimestamp reads the active segment's first batch header for roll by age.
+// loadFirstTimestamp reads the active segment's first batch header for roll by
+// age. A header that does not parse leaves the segment aged by its creation
+// time, as Kafka ages a segment whose first batch it cannot read: the log was
+// closed cleanly, and Open reads no batch of it.
 func (l *Log) loadFirstTimestamp(s *segment) error {
 	if s.size == 0 {
 		return nil
@@ -275,7 +284,10 @@ func (l *Log) loadFirstTimestamp(s *segment) error {
 	sc := headerScanner(s.log, 0, s.size)
 	defer sc.done()
 	if !sc.next() {
-		return corrupt(s.log.Name(), 0, sc.err)
+		if isDataError(sc.err) {
+			return nil
+		}
+		return fmt.Errorf("%s: %w", s.log.Name(), sc.err)
 	}
 	s.setFirstTimestamp(sc.h.MaxTimestamp)
 	return nil
@@ -292,7 +304,12 @@ func (s *segment) setFirstTimestamp(ts int64) {
 // Sealed segments it reads are fsynced with their indexes; the active segment's
 // fsync is left to the flusher (unsynced), which runs before the durable offset
 // passes its base, unless the LogDir's syncfs made it durable (filesSynced).
-func (l *Log) recover(rp int64) (unsynced bool, err error) {
+// epErr is why the epoch checkpoint could not be used, nil if it was. If it
+// could not, the epoch cache is rebuilt from the batch headers of the segments
+// below rp too; those are read, never cut. Where their headers stop parsing,
+// a damaged checkpoint fails the recovery, as Kafka fails on a malformed one;
+// a missing one leaves the epochs read before, as Kafka starts it empty.
+func (l *Log) recover(rp int64, epErr error) (unsynced bool, err error) {
 	segs := l.mu.segments
 	// Segment i is trusted iff a later segment starts at or below rp.
 	k := 0
@@ -300,6 +317,12 @@ func (l *Log) recover(rp int64) (unsynced bool, err error) {
 		k++
 	}
 	for _, s := range segs[:k] {
+		if epErr != nil {
+			err := l.assignEpochsFrom(s, s.size)
+			if err != nil && !(isNotExist(epErr) && isDataError(err)) {
+				return false, err
+			}
+		}
 		if !s.loadMaxTimestamp() && s.size > 0 {
 			if err := s.ensureIndexes(s.size, s.next, l.conf().IndexIntervalBytes, &l.stats); err != nil {
 				return false, err

@@ -695,8 +695,6 @@ func TestUnnamedSegmentFileFailsOpen(t *testing.T) {
 		{"first segment with 21 digits", rename(0, long, logSuffix)},
 		{"segment named without digits", rename(1, func(int64) string { return "copy" }, logSuffix)},
 		{"segment named with a sign", rename(1, func(base int64) string { return "+" + segmentName(base, "")[1:] }, logSuffix)},
-		{"offset index with a short name", rename(1, short, indexSuffix)},
-		{"time index with 21 digits", rename(1, long, timeIndexSuffix)},
 		{"segment left as a Kafka swap file", func(t *testing.T, fsys *vfs.MemFS) []string {
 			name := filepath.Join(testDir, segmentName(bases[1], logSuffix))
 			if err := fsys.Rename(name, name+swapSuffix); err != nil {
@@ -724,6 +722,49 @@ func TestUnnamedSegmentFileFailsOpen(t *testing.T) {
 			}
 			if got, err := fsys.List(testDir); err != nil || !slices.Equal(got, want) {
 				t.Fatalf("files %v (%v) after the failed Open, want %v", got, err, want)
+			}
+		})
+	}
+}
+
+// TestMisnamedIndexFileIgnored: an index file not named by a 20-digit base
+// offset failed Open, so the partition could not be loaded, though the file
+// holds no record and a segment's missing index is rebuilt from its log.
+// Kafka 4.4's LogLoader.loadSegmentFiles leaves such a file alone when the
+// 20-digit log of the offset its name starts with exists. Open must load the
+// whole log and leave the file.
+func TestMisnamedIndexFileIgnored(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	clean, want := cleanLog(t, cfg, 40)
+	bases := segmentFileBases(t, clean)
+	tests := []struct {
+		name, suffix string
+		misname      func(base int64) string
+	}{
+		{"offset index with a short name", indexSuffix, func(base int64) string { return fmt.Sprint(base) }},
+		{"time index with 21 digits", timeIndexSuffix, func(base int64) string { return "0" + segmentName(base, "") }},
+		{"aborted-transaction index with a sign", abortIndexSuffix, func(base int64) string { return "+" + segmentName(base, "")[1:] }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := clean.CrashClone()
+			b, err := vfs.ReadFile(fsys, filepath.Join(testDir, segmentName(bases[1], indexSuffix)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			misnamed := filepath.Join(testDir, tt.misname(bases[1])+tt.suffix)
+			f, err := fsys.Create(misnamed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write(b); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			l := openLog(t, fsys, cfg)
+			sameBatches(t, readAll(t, l), want)
+			if got, err := vfs.ReadFile(fsys, misnamed); err != nil || !bytes.Equal(got, b) {
+				t.Fatalf("%s after Open: %v, %d bytes; want it left as it was", misnamed, err, len(got))
 			}
 		})
 	}
@@ -774,4 +815,186 @@ func segmentFileBases(t *testing.T, fsys vfs.FS) []int64 {
 	}
 	slices.Sort(bases)
 	return bases
+}
+
+// TestLostEpochCheckpointCutsNoTrustedSegment: with the leader-epoch
+// checkpoint damaged or missing, Open ignored the recovery point and read
+// every segment from the first to rebuild the epoch cache, so damage in a
+// segment the recovery point vouches for cut the log there and deleted every
+// later segment, acknowledged data included. Kafka 4.4 recovers only from the
+// recovery point (LogLoader.recoverLog), fails the load on a malformed epoch
+// checkpoint (CheckpointFileWithFailureHandler.read) and starts a missing one
+// empty. Open must cut nothing below the recovery point: the trusted segments
+// give their epochs back; with a damaged checkpoint one whose batch headers do
+// not parse fails Open naming it, with a missing one it gives the epochs of
+// the headers before the damage.
+func TestLostEpochCheckpointCutsNoTrustedSegment(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	clean := vfs.NewMem()
+	l := openLog(t, clean, cfg)
+	want := appendN(t, l, 30, 2, 30, 500, 1)
+	want = append(want, appendN(t, l, 30, 2, 30, 900, 3)...)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantEpochs := []EpochEntry{{1, 0}, {3, 60}}
+	leo := int64(2 * len(want))
+	bases := segmentFileBases(t, clean)
+	if len(bases) < 3 || bases[1] >= 60 {
+		t.Fatalf("the fixture has segments at %v, want 3 or more, the second in epoch 1", bases)
+	}
+	// overwrite writes b into batch 5 of the first segment at off.
+	overwrite := func(off int, b []byte) func(*testing.T, *vfs.MemFS) {
+		return func(t *testing.T, fsys *vfs.MemFS) {
+			f, err := fsys.OpenReadWrite(filepath.Join(testDir, segmentName(0, logSuffix)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt(b, int64(5*len(want[0])+off)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	checkpoints := []struct {
+		name    string
+		lose    func(*testing.T, *vfs.MemFS)
+		damaged bool // headers that do not parse fail Open
+	}{
+		{"damaged epoch checkpoint", func(t *testing.T, fsys *vfs.MemFS) {
+			appendRaw(t, fsys, filepath.Join(testDir, epochCheckpointName), []byte{1})
+		}, true},
+		{"missing epoch checkpoint", func(t *testing.T, fsys *vfs.MemFS) {
+			if err := removeDurably(fsys, testDir, epochCheckpointName); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	}
+	damages := []struct {
+		name         string
+		damage       func(*testing.T, *vfs.MemFS)
+		headersParse bool
+	}{
+		{"record bytes", overwrite(batch.HeaderSize+3, []byte{0xee}), true},
+		{"batch length", overwrite(8, []byte{0xff, 0xff, 0xff, 0xff}), false},
+	}
+	for _, cp := range checkpoints {
+		for _, d := range damages {
+			t.Run(cp.name+"/"+d.name, func(t *testing.T) {
+				fsys := clean.CrashClone()
+				cp.lose(t, fsys)
+				d.damage(t, fsys)
+				files, err := fsys.List(testDir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l, err := Open(fsys, testDir, cfg)
+				if cp.damaged && !d.headersParse {
+					if err == nil {
+						t.Cleanup(func() { l.Close() })
+						t.Fatalf("Open succeeded: log end %d, %d segments; want ErrCorruptSegment", l.LogEndOffset(), l.NumSegments())
+					}
+					first := filepath.Join(testDir, segmentName(0, logSuffix))
+					if !errors.Is(err, ErrCorruptSegment) || !strings.Contains(err.Error(), first) {
+						t.Fatalf("Open: %v; want ErrCorruptSegment naming %s", err, first)
+					}
+					if got, err := fsys.List(testDir); err != nil || !slices.Equal(got, files) {
+						t.Fatalf("files %v (%v) after the failed Open, want %v", got, err, files)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				defer l.Close()
+				if got := segmentFileBases(t, fsys); l.LogEndOffset() != leo || !slices.Equal(got, bases) {
+					t.Fatalf("log end %d, segments %v; want %d, %v", l.LogEndOffset(), got, leo, bases)
+				}
+				if e := l.Epochs(); !equalEpochs(e, wantEpochs) {
+					t.Fatalf("epochs %v, want %v", e, wantEpochs)
+				}
+			})
+		}
+	}
+}
+
+// TestOpenWithoutSegmentsCutsEpochsAtLogStart cuts the power before each
+// filesystem operation of TruncateFullyAndStartAt. Where the old segments were
+// gone and the new one not yet created, Open started the log empty at the
+// checkpointed log start but kept the epoch entries below it, so
+// EndOffsetForEpoch answered an offset below the log start. Kafka 4.4's
+// LogLoader.load cuts the epoch cache at the log start whatever the segments.
+func TestOpenWithoutSegmentsCutsEpochsAtLogStart(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	fsys := vfs.NewMem()
+	l := openLog(t, fsys, cfg)
+	appendN(t, l, 30, 2, 30, 500, 1)
+	appendN(t, l, 30, 2, 30, 900, 3)
+	if err := l.DeleteRecords(70); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	crashAtEachLogOp(t, fsys, cfg, func(l *Log) error { return l.TruncateFullyAndStartAt(500) }, func(img *vfs.MemFS, what string) {
+		l := openLog(t, img, cfg)
+		start := l.LogStartOffset()
+		for _, e := range l.Epochs() {
+			if e.StartOffset < start {
+				t.Fatalf("%s: epochs %v, log start %d: an entry below the log start", what, l.Epochs(), start)
+			}
+		}
+		if _, end := l.EndOffsetForEpoch(1); end >= 0 && end < start {
+			t.Fatalf("%s: EndOffsetForEpoch(1) = %d, below the log start %d", what, end, start)
+		}
+		l.Close()
+	})
+}
+
+// TestCleanOpenWithDamagedActiveFirstBatch: after a clean shutdown Open reads
+// the active segment's first batch header only for roll by age. A damaged one
+// (its length or magic) failed Open, so the partition could not be loaded at
+// all, where Kafka 4.4 reads no batch of a cleanly closed log (LogLoader.load)
+// and, finding no first batch, ages the segment by its creation time
+// (LogSegment.shouldRoll). Open must keep the log as closed, and age the
+// segment by its creation time.
+func TestCleanOpenWithDamagedActiveFirstBatch(t *testing.T) {
+	cfg := Config{SegmentBytes: 2048}
+	clean, want := cleanLog(t, cfg, 40)
+	leo := int64(2 * len(want))
+	bases := segmentFileBases(t, clean)
+	tests := []struct {
+		name string
+		off  int64 // where 0xff bytes go in the first batch
+	}{
+		{"batch length", 8},
+		{"magic", 16},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := clean.CrashClone()
+			f, err := fsys.OpenReadWrite(lastSegment(t, fsys))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte{0xff, 0xff, 0xff, 0xff}, tt.off); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			l := openLog(t, fsys, cfg)
+			if got := segmentFileBases(t, fsys); l.LogEndOffset() != leo || !slices.Equal(got, bases) {
+				t.Fatalf("log end %d, segments %v; want %d, %v", l.LogEndOffset(), got, leo, bases)
+			}
+			if st := l.Stats(); st.RecoveredSegments != 0 {
+				t.Fatalf("a clean reopen scanned %d segments", st.RecoveredSegments)
+			}
+			s := l.active()
+			s.mu.RLock()
+			firstTS := s.mu.firstTS
+			s.mu.RUnlock()
+			if firstTS != -1 {
+				t.Fatalf("first timestamp %d from a damaged header, want -1 (age by creation time)", firstTS)
+			}
+		})
+	}
 }
