@@ -984,10 +984,18 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch at or below
-// epoch and the offset where it ended (KIP-101/279).
+// epoch and the offset where it ended (KIP-101/279); of a tiered partition over
+// the remote part too (its manifest read first, as ListOffsets earliest does).
 func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64, error) {
 	if !p.IsLeader() {
 		return -1, -1, ErrNotLeader
+	}
+	if tier := p.tier.Load(); tier != nil {
+		if err := loadTier(context.Background(), tier); err != nil {
+			return -1, -1, err
+		}
+		e, end := tier.EndOffsetForEpoch(epoch)
+		return e, end, nil
 	}
 	e, end := p.log.EndOffsetForEpoch(epoch)
 	return e, end, nil

@@ -23,7 +23,9 @@ import (
 //     remote part. Followers reload the manifest to learn what is uploaded.
 //   - Fetches below the local log start are served from the object store;
 //     ListOffsets earliest is the remote start, earliest-local (-4) the local
-//     one and earliest-pending-upload (-5) the end of the uploaded part.
+//     one and earliest-pending-upload (-5) the end of the uploaded part;
+//     OffsetForLeaderEpoch answers by the remote part's epochs below the local
+//     start (Tier.EndOffsetForEpoch).
 //   - Followers replicate only the local part: a follower fetching below the
 //     leader's local start, in the remote part, is answered
 //     OFFSET_MOVED_TO_TIERED_STORAGE (with the partition's start), asks the

@@ -354,6 +354,33 @@ func (t *Tier) EpochAt(offset int64) int32 {
 	return t.log.EpochAt(offset)
 }
 
+// EndOffsetForEpoch answers OffsetsForLeaderEpoch as Log.EndOffsetForEpoch
+// does, over the whole log: the epochs of the remote part (the manifest's
+// segments) below the local epoch cache's, from the partition's log start.
+// Local retention cuts the local cache at the local start; Kafka's leader
+// epoch cache reaches down to the remote log start.
+func (t *Tier) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	start := t.LogStartOffset()
+	var c epochCache
+	t.mu.RLock()
+	if start < t.log.LogStartOffset() {
+		for _, s := range t.mu.m.Segments {
+			for _, e := range s.Epochs {
+				c.assign(e.Epoch, e.StartOffset)
+			}
+		}
+	}
+	t.mu.RUnlock()
+	t.log.mu.RLock()
+	for _, e := range t.log.mu.epochs.entries {
+		c.assign(e.Epoch, e.StartOffset)
+	}
+	leo := t.log.mu.leo.Load()
+	t.log.mu.RUnlock()
+	c.truncateFromStart(start)
+	return c.endOffsetFor(epoch, leo)
+}
+
 // closedEndAtOrBelow returns the end of the last closed segment that ends at or
 // below limit (the log start offset when there is none): uploads take whole
 // segments.
