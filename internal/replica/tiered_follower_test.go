@@ -21,7 +21,8 @@ import (
 // buildRemoteLogAuxState: the producer snapshot stored with the remote
 // segment). When it then leads, an idempotent producer whose last batches lie
 // below that start is still known: a gap in its sequence is refused and a
-// retry of its last batch is answered with the original offsets. The old
+// retry of its last batch is answered with the original offsets, and one
+// that moved to a newer epoch refuses its older epoch's batches. The old
 // code started the follower with no producer state: the gap was taken and
 // the retry appended a second time.
 func TestTieredFollowerRestoresProducerState(t *testing.T) {
@@ -43,13 +44,20 @@ func TestTieredFollowerRestoresProducerState(t *testing.T) {
 			t.Fatalf("ISR %v, want [1]", isr)
 		}
 		leader := c.replica(1)
-		const pid = 7
-		idempotent := func(seq int32) []byte {
-			return batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: pid, BaseSequence: seq, FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(1, 10)})
+		const pid, bumped = 7, 8
+		build := func(pid int64, epoch int16, seq int32) []byte {
+			return batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(1, 10)})
 		}
+		idempotent := func(seq int32) []byte { return build(pid, 0, seq) }
 		var last AppendResult
 		for seq := range int32(5) {
 			if last, err = leader.Append(idempotent(seq), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Producer bumped moved to epoch 1: a batch of its epoch 0 is a zombie's.
+		for epoch := range int16(2) {
+			if _, err := leader.Append(build(bumped, epoch, 0), 1); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -87,6 +95,9 @@ func TestTieredFollowerRestoresProducerState(t *testing.T) {
 		if err != nil || res.BaseOffset != last.BaseOffset || next.LogEndOffset() != leo {
 			t.Errorf("a retry of the producer's last batch on the new leader: offset %d, %v, log end %d -> %d; want the original offset %d, nothing appended",
 				res.BaseOffset, err, leo, next.LogEndOffset(), last.BaseOffset)
+		}
+		if _, err := next.Append(build(bumped, 0, 1), 1); !errors.Is(err, ErrInvalidProducerEpoch) {
+			t.Errorf("a batch of a producer's older epoch on the new leader: %v, want %v", err, ErrInvalidProducerEpoch)
 		}
 		if _, err := next.Append(idempotent(8), 1); !errors.Is(err, ErrOutOfOrderSequence) {
 			t.Errorf("a gap in the producer's sequences (8 after 4) on the new leader: %v, want %v", err, ErrOutOfOrderSequence)
