@@ -132,9 +132,9 @@ func TestAppendRecords(t *testing.T) {
 	control := batchtest.Build(batchtest.Options{BaseOffset: 16, Attributes: 0x20})
 	all := append(append(append([]byte{}, plain...), zstd...), control...)
 
-	got, err := appendRecords(nil, all, 11, 100)
-	if err != nil {
-		t.Fatal(err)
+	got, next, err := appendRecords(nil, all, 11, 100)
+	if err != nil || next != 17 {
+		t.Fatalf("next offset %d, %v; want 17, after the control batch", next, err)
 	}
 	var offsets []int64
 	for _, r := range got {
@@ -152,12 +152,12 @@ func TestAppendRecords(t *testing.T) {
 	if r := got[2]; r.Key.Text != "k0" || r.Value.Text != "v0" {
 		t.Fatalf("record 13 (zstd) = %+v", r)
 	}
-	if got, _ := appendRecords(nil, all, 0, 2); len(got) != 2 || got[1].Offset != 11 {
+	if got, _, _ := appendRecords(nil, all, 0, 2); len(got) != 2 || got[1].Offset != 11 {
 		t.Fatalf("limit 2 gave %d records", len(got))
 	}
 	bad := append([]byte{}, plain...)
 	binary.BigEndian.PutUint32(bad[57:], 4) // NumRecords: one more than the batch holds
-	if _, err := appendRecords(nil, bad, 0, 100); err == nil {
+	if _, _, err := appendRecords(nil, bad, 0, 100); err == nil {
 		t.Fatal("a mangled record decoded without error")
 	}
 }
@@ -209,7 +209,7 @@ func TestAppendRecordsBoundsHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := appendRecords(nil, b, 0, 10)
+	got, _, err := appendRecords(nil, b, 0, 10)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("%d records, %v", len(got), err)
 	}

@@ -11,10 +11,12 @@
 //	                              "new" is a topic name)
 //	POST topics                   create a topic through the controller (as
 //	                              CreateTopics does), then redirect to its page
-//	GET  topics/{topic}           partitions: leader, replicas, ISR, log start,
-//	                              high-water mark, size, messages/s
+//	GET  topics/{topic}           partitions: leader, replicas, ISR, log start
+//	                              (a tiered one's remote start), high-water
+//	                              mark, size, messages/s
 //	GET  topics/{topic}/records   recent records of one partition (key, value,
 //	                              headers), read through the replica layer
+//	                              (and the object store, of a tiered one)
 //	GET  groups                   consumer groups with state, members and lag
 //	GET  groups/{group}           members, assignment, lag and a live lag chart
 //	POST groups/{group}/offsets   reset the group's offsets for a topic

@@ -131,7 +131,7 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request) {
 		c.render(w, http.StatusOK, "records", pg)
 		return
 	}
-	pg.HWM, pg.LogStart = p.HighWatermark(), p.LogStartOffset()
+	pg.HWM, pg.LogStart = p.HighWatermark(), logStart(p)
 	pg.From = max(pg.LogStart, pg.HWM-limit)
 	pg.Records, err = readRecords(p, pg.From, int(limit))
 	if err != nil {
@@ -150,28 +150,26 @@ func readRecords(p *replica.Partition, from int64, limit int) ([]recordView, err
 		if err != nil {
 			return out, err
 		}
-		if res.Chunk.Size == 0 {
-			break
-		}
-		b, err := res.Chunk.Bytes()
+		b, err := res.Data() // below a tiered partition's local start, the object store's
 		res.Chunk.Release()
-		if err != nil {
+		if err != nil || len(b) == 0 {
 			return out, err
 		}
 		total += len(b)
-		next = res.Chunk.NextOffset
-		if out, err = appendRecords(out, b, from, limit); err != nil {
+		if out, next, err = appendRecords(out, b, from, limit); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
 }
 
-// appendRecords decodes the records at or after from in batches b.
-func appendRecords(out []recordView, b []byte, from int64, limit int) ([]recordView, error) {
+// appendRecords decodes the records at or after from in batches b; next is
+// the offset after the last batch it went through.
+func appendRecords(out []recordView, b []byte, from int64, limit int) (_ []recordView, next int64, err error) {
 	it := batch.NewIter(b)
 	for it.Next() && len(out) < limit {
 		h := it.Header()
+		next = h.LastOffset() + 1
 		if h.Control() || h.LastOffset() < from {
 			continue
 		}
@@ -193,8 +191,8 @@ func appendRecords(out []recordView, b []byte, from int64, limit int) ([]recordV
 			return nil
 		})
 		if err != nil {
-			return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+			return out, next, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
 		}
 	}
-	return out, it.Err()
+	return out, next, it.Err()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/strata-stream/strata/internal/controllerlink"
 	"github.com/strata-stream/strata/internal/httpauth"
 	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/replica"
 )
 
 // partitionView is one partition as the topic pages show it. Offsets and size are
@@ -49,11 +50,21 @@ func (c *Console) partitionView(img *metadata.Image, t *metadata.Topic, p *metad
 	v.Offline = !v.LeaderLive
 	if rp, err := c.cfg.Replicas.Partition(t.Name, p.Index); err == nil && rp.IsLeader() {
 		v.Local = true
-		v.LogStartOffset, v.HighWatermark = rp.LogStartOffset(), rp.HighWatermark()
+		v.LogStartOffset, v.HighWatermark = logStart(rp), rp.HighWatermark()
 		v.Size = rp.Log().Size()
 		v.Rate = c.rates.observe(partitionKey{t.Name, p.Index}, now, v.HighWatermark)
 	}
 	return v
+}
+
+// logStart is p's log start as ListOffsets earliest answers it (of a tiered
+// partition the object store's), or its local one when the store does not
+// answer.
+func logStart(p *replica.Partition) int64 {
+	if start, err := p.ReadableLogStart(); err == nil {
+		return start
+	}
+	return p.LogStartOffset()
 }
 
 // topicSummary is one row of the topics list.

@@ -284,16 +284,20 @@ func (f *fetcher) apply(ctx context.Context, p *Partition, epoch int32, from int
 	case kerr.OffsetOutOfRange.Code:
 		return p.applyOutOfRange(epoch, from, rp.LogStartOffset, rp.HighWatermark)
 	case kerr.OffsetMovedToTieredStorage.Code:
-		start, err := f.leaderLocalStart(ctx, p, epoch)
+		leaderStart, err := f.leaderLocalStart(ctx, p, epoch)
 		if err != nil {
 			return err
 		}
-		if start <= from {
-			return fmt.Errorf("leader %d answered offset %d moved to tiered storage, but its local log starts at %d", f.leader, from, start)
+		if leaderStart <= from {
+			return fmt.Errorf("leader %d answered offset %d moved to tiered storage, but its local log starts at %d", f.leader, from, leaderStart)
+		}
+		aux, err := p.remoteAuxState(ctx, leaderStart)
+		if err != nil {
+			return err
 		}
 		f.m.log.Info("follower behind the leader's local log start: starting over there", "topic", p.Topic, "partition", p.Index,
-			"log_end_offset", from, "leader_local_log_start_offset", start)
-		return p.restartAt(epoch, from, start)
+			"log_end_offset", from, "leader_local_log_start_offset", leaderStart, "start_offset", aux.start, "producers_restored", aux.producers != nil)
+		return p.restartAt(epoch, from, aux)
 	default:
 		return kerr.ErrorForCode(code)
 	}

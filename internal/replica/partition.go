@@ -251,19 +251,9 @@ func (p *Partition) rebuildProducerState() error {
 	}
 	var aborts []storage.AbortEntry
 	err := p.log.ScanBatches(from, func(h batch.Header, body []byte) error {
-		if h.Idempotent() && !h.Control() {
-			// A compacted batch may hold fewer records than its offset range: the
-			// sequence range follows the offsets (LastOffsetDelta), as produced.
-			producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
-		}
-		ct, coordinatorEpoch := controlType(h, body)
-		if ct == batch.ControlAbort || ct == batch.ControlCommit {
-			producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch, h.MaxTimestamp)
-		}
-		if e, aborted := txns.aborts(h, ct); aborted && rebuild && e.LastOffset >= stale {
+		if e, aborted := replayBatch(producers, txns, h, body); aborted && rebuild && e.LastOffset >= stale {
 			aborts = append(aborts, e)
 		}
-		txns.observe(h, ct)
 		return nil
 	})
 	if err == nil && rebuild {
@@ -279,6 +269,24 @@ func (p *Partition) rebuildProducerState() error {
 	p.producers = producers
 	p.setTxns(txns)
 	return nil
+}
+
+// replayBatch applies the stored batch h (body: the whole batch of a control
+// batch, else nil) to producer and transaction state, as its append did, and
+// returns the aborted transaction it ends, if any.
+func replayBatch(producers *producerState, txns *txnState, h batch.Header, body []byte) (storage.AbortEntry, bool) {
+	if h.Idempotent() && !h.Control() {
+		// A compacted batch may hold fewer records than its offset range: the
+		// sequence range follows the offsets (LastOffsetDelta), as produced.
+		producers.record(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta+1, h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
+	}
+	ct, coordinatorEpoch := controlType(h, body)
+	if ct == batch.ControlAbort || ct == batch.ControlCommit {
+		producers.fence(h.ProducerID, h.ProducerEpoch, coordinatorEpoch, h.MaxTimestamp)
+	}
+	e, aborted := txns.aborts(h, ct)
+	txns.observe(h, ct)
+	return e, aborted
 }
 
 // setTxns makes txns the partition's transaction state.
@@ -984,10 +992,18 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch at or below
-// epoch and the offset where it ended (KIP-101/279).
+// epoch and the offset where it ended (KIP-101/279); of a tiered partition over
+// the remote part too (its manifest read first, as ListOffsets earliest does).
 func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64, error) {
 	if !p.IsLeader() {
 		return -1, -1, ErrNotLeader
+	}
+	if tier := p.tier.Load(); tier != nil {
+		if err := loadTier(context.Background(), tier); err != nil {
+			return -1, -1, err
+		}
+		e, end := tier.EndOffsetForEpoch(epoch)
+		return e, end, nil
 	}
 	e, end := p.log.EndOffsetForEpoch(epoch)
 	return e, end, nil

@@ -150,7 +150,7 @@ func TestStaleFetchAnswerChangesNothing(t *testing.T) {
 	if err := p.truncateTo(1, p.LogEndOffset(), 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.restartAt(1, p.LogEndOffset(), 100); err != nil {
+	if err := p.restartAt(1, p.LogEndOffset(), restartState{start: 100}); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.appendFromLeader(1, p.LogEndOffset(), batchtest.Build(batchtest.Options{BaseOffset: 4, LeaderEpoch: 1}), 5); err != nil {

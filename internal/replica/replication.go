@@ -610,7 +610,7 @@ func (p *Partition) applyDiverging(epoch int32, from int64, d Diverging) (int64,
 func (p *Partition) applyOutOfRange(epoch int32, from, leaderLogStart, leaderHWM int64) error {
 	restart, to := outOfRange(from, leaderLogStart, leaderHWM, p.log.LogStartOffset())
 	if restart {
-		return p.restartAt(epoch, from, to)
+		return p.restartAt(epoch, from, restartState{start: to})
 	}
 	return p.truncateTo(epoch, from, to)
 }
@@ -651,15 +651,34 @@ func (p *Partition) lowerHighWatermarkTo(offset int64) {
 	}
 }
 
-// restartAt empties this follower's log and starts it at offset (the leader's log
-// start moved past everything the follower has).
-func (p *Partition) restartAt(epoch int32, from, offset int64) error {
+// restartState is where a follower starts over and the producer and
+// transaction state it starts with (nil: none).
+type restartState struct {
+	start     int64
+	producers *producerState
+	txns      *txnState
+}
+
+// restartAt empties this follower's log and starts it at r.start (the leader's
+// log start, or local log start, moved past everything the follower has), with
+// r's producer state, which it stores as a snapshot there, so that a restart
+// finds it (as Kafka's follower writes the snapshot it restores into its log
+// directory).
+func (p *Partition) restartAt(epoch int32, from int64, r restartState) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if !p.followingFrom(epoch, from) {
 		return nil
 	}
-	return p.startAtLocked(offset)
+	if err := p.startAtLocked(r.start); err != nil {
+		return err
+	}
+	if r.producers != nil {
+		p.producers = r.producers
+		p.setTxns(r.txns)
+		p.writeSnapshot()
+	}
+	return nil
 }
 
 // startAtLocked empties the log and starts it at offset, with no producer or

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
+
+	"github.com/strata-stream/strata/internal/batch"
 )
 
 // Producer-state snapshots (Kafka's <offset>.snapshot files). The idempotent-
@@ -235,6 +237,33 @@ func (p *Partition) loadSnapshot(limit int64) (producers *producerState, txns *t
 		return producers, txns, off, true
 	}
 	return newProducerState(), newTxnState(), start, false
+}
+
+// producerSnapshotAt is the tier's storage.SnapshotFunc: the snapshot payload
+// of the producer and transaction state as of offset at, for the object store
+// (uploaded with the segment that ends there). It starts from prev, the state
+// as of prevAt, or from the newest local snapshot at or below at when that is
+// newer or prev is not usable (nil, or below the log start), and applies the
+// batches from there to at.
+func (p *Partition) producerSnapshotAt(prev []byte, prevAt, at int64) ([]byte, error) {
+	producers, txns, from, ok := p.loadSnapshot(at)
+	if prev != nil && (!ok || from < prevAt) && prevAt >= p.log.LogStartOffset() && prevAt <= at {
+		if pp, pt, err := decodeSnapshot(prev); err == nil {
+			producers, txns, from = pp, pt, prevAt
+		}
+	}
+	err := p.log.ScanBatches(from, func(h batch.Header, body []byte) error {
+		if h.BaseOffset >= at {
+			return errStopScan
+		}
+		replayBatch(producers, txns, h, body)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return nil, fmt.Errorf("producer state of %s-%d at %d: %w", p.Topic, p.Index, at, err)
+	}
+	txns.lastStable(at) // forget the ended transactions below it
+	return encodeSnapshot(producers, txns), nil
 }
 
 // closeSnapshotMinBytes: a partition whose log is smaller writes no snapshot

@@ -23,12 +23,17 @@ import (
 //     remote part. Followers reload the manifest to learn what is uploaded.
 //   - Fetches below the local log start are served from the object store;
 //     ListOffsets earliest is the remote start, earliest-local (-4) the local
-//     one and earliest-pending-upload (-5) the end of the uploaded part.
+//     one and earliest-pending-upload (-5) the end of the uploaded part;
+//     OffsetForLeaderEpoch answers by the remote part's epochs below the local
+//     start (Tier.EndOffsetForEpoch).
 //   - Followers replicate only the local part: a follower fetching below the
 //     leader's local start, in the remote part, is answered
 //     OFFSET_MOVED_TO_TIERED_STORAGE (with the partition's start), asks the
 //     leader for its local start (ListOffsets earliest-local) and starts over
-//     there, as Kafka's followers do (KIP-405).
+//     there, as Kafka's followers do (KIP-405), with the producer state
+//     uploaded with the remote segment that ends there (remoteAuxState).
+//   - Each upload takes the producer state as of the segment's end along
+//     (producerSnapshotAt).
 
 // remoteReadTimeout caps one remote read of a fetch or a timestamp lookup; past it
 // the client gets a retriable KAFKA_STORAGE_ERROR.
@@ -85,6 +90,9 @@ func (m *Manager) applyTier(p *Partition, tc metadata.TopicConfig) {
 			Cache:     m.opts.RemoteCache,
 			Retention: tierRetention(tc),
 			Now:       m.now,
+			// The producer state uploaded with each segment, which a
+			// follower that starts over at the leader's local start restores.
+			ProducerSnapshot: p.producerSnapshotAt,
 		})
 		tier.SetCopyDisabled(tc.RemoteLogCopyDisable)
 		p.tier.Store(tier)
@@ -240,6 +248,36 @@ func (p *Partition) ReadableLogStart() (int64, error) {
 		return 0, err
 	}
 	return tier.LogStartOffset(), nil
+}
+
+// remoteAuxState is where a follower whose log ends below its leader's local
+// log start, leaderStart, starts over, and with what producer state, as Kafka's
+// TierStateMachine builds a follower's "remote log aux state": of a tiered
+// partition, the next offset of the remote segment that holds the offset
+// before leaderStart, and the producer-state snapshot uploaded with it
+// (storage.Tier.RemoteAuxState, within one remote read's time); else, or
+// without a snapshot (a segment uploaded before snapshots were), leaderStart
+// and no state. The leader epochs below need no restoring: a tiered leader
+// answers them from the manifest (storage.Tier.EndOffsetForEpoch).
+func (p *Partition) remoteAuxState(ctx context.Context, leaderStart int64) (restartState, error) {
+	tier := p.tier.Load()
+	if tier == nil {
+		return restartState{start: leaderStart}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, defaultRemoteReadTimeout)
+	defer cancel()
+	start, snapshot, err := tier.RemoteAuxState(ctx, leaderStart)
+	if err != nil || snapshot == nil {
+		return restartState{start: start}, err
+	}
+	producers, txns, err := decodeSnapshot(snapshot)
+	if err != nil {
+		return restartState{}, fmt.Errorf("%w: the producer snapshot of the remote segment ending at %d: %v", storage.ErrRemoteCorrupt, start, err)
+	}
+	if cutoff, ok := p.expiry.cutoff(); ok {
+		producers.expire(cutoff, txns.inTxn)
+	}
+	return restartState{start: start, producers: producers, txns: txns}, nil
 }
 
 // readRemote serves a fetch below the local log start from the object store;

@@ -51,6 +51,9 @@ type TierConfig struct {
 	Retention TierRetention
 	// Now is the clock for remote retention; nil means time.Now.
 	Now func() time.Time
+	// ProducerSnapshot, when set, gives the producer-state snapshot uploaded
+	// with each segment (tier_snapshot.go).
+	ProducerSnapshot SnapshotFunc
 }
 
 // TierRetention is a tiered log's retention. Negative values are unbounded.
@@ -78,7 +81,8 @@ type TierRetention struct {
 //     streamed one padded with zeros to its room); or, to a store that can
 //     link the whole segment file (remote.FileLinker), link it as
 //     P/<base>-<next>.log and put the block index as P/<base>-<next>.index
-//     (linkChunk says why that is safe).
+//     (linkChunk says why that is safe). Then put the producer-state
+//     snapshot as of <next>, P/<base>-<next>.snapshot (tier_snapshot.go).
 //  3. Every uploadCommitSegments segments or uploadCommitBytes bytes, and at the
 //     end of the pass, make the batch's objects durable (a store whose names
 //     need it, remote.NameSyncer: one directory fsync for the batch), then put
@@ -108,8 +112,11 @@ type Tier struct {
 	// sweepAt, guarded by passMu, is when the next sweep is due although
 	// sweep is not set: the last one kept leftovers of interrupted puts that
 	// were too recent to tell from puts in progress (zero: none kept).
-	sweepAt   time.Time
-	retention atomic.Pointer[TierRetention]
+	sweepAt time.Time
+	// lastSnapshot, guarded by passMu, is the producer-state snapshot the
+	// last upload put: the next segment's builds on it.
+	lastSnapshot uploadedSnapshot
+	retention    atomic.Pointer[TierRetention]
 	// copyDisabled (remote.log.copy.disable, KIP-950): Upload uploads
 	// nothing, and local retention no longer waits for uploads.
 	copyDisabled atomic.Bool
@@ -354,6 +361,33 @@ func (t *Tier) EpochAt(offset int64) int32 {
 	return t.log.EpochAt(offset)
 }
 
+// EndOffsetForEpoch answers OffsetsForLeaderEpoch as Log.EndOffsetForEpoch
+// does, over the whole log: the epochs of the remote part (the manifest's
+// segments) below the local epoch cache's, from the partition's log start.
+// Local retention cuts the local cache at the local start; Kafka's leader
+// epoch cache reaches down to the remote log start.
+func (t *Tier) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	start := t.LogStartOffset()
+	var c epochCache
+	t.mu.RLock()
+	if start < t.log.LogStartOffset() {
+		for _, s := range t.mu.m.Segments {
+			for _, e := range s.Epochs {
+				c.assign(e.Epoch, e.StartOffset)
+			}
+		}
+	}
+	t.mu.RUnlock()
+	t.log.mu.RLock()
+	for _, e := range t.log.mu.epochs.entries {
+		c.assign(e.Epoch, e.StartOffset)
+	}
+	leo := t.log.mu.leo.Load()
+	t.log.mu.RUnlock()
+	c.truncateFromStart(start)
+	return c.endOffsetFor(epoch, leo)
+}
+
 // closedEndAtOrBelow returns the end of the last closed segment that ends at or
 // below limit (the log start offset when there is none): uploads take whole
 // segments.
@@ -461,6 +495,9 @@ func (t *Tier) uploadLocked(ctx context.Context, highWatermark int64, leaderEpoc
 		}
 		seg, blocks, err := t.putChunk(ctx, &c, gen)
 		c.Release()
+		if err == nil {
+			err = t.putSnapshot(ctx, m, &seg)
+		}
 		if err != nil {
 			// What was put before the failure still counts if the manifest
 			// can be written.
@@ -598,10 +635,7 @@ func epochsIn(all []EpochEntry, base, next int64) []EpochEntry {
 // only read of the bytes in user space.
 // truncGen is the log's truncation count from before c was read.
 func (t *Tier) putChunk(ctx context.Context, c *Chunk, truncGen uint64) (remoteSegment, []block, error) {
-	put := t.cfg.Store.Put
-	if ns, ok := t.cfg.Store.(remote.NameSyncer); ok {
-		put = ns.PutUnsynced // commitLocked syncs the batch's names
-	}
+	put := t.put()
 	if _, ok := t.cfg.Store.(remote.FileLinker); !ok {
 		return t.streamChunk(ctx, c, put)
 	}
@@ -624,6 +658,15 @@ func (t *Tier) putChunk(ctx context.Context, c *Chunk, truncGen uint64) (remoteS
 		return seg, nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
 	return seg, blocks, nil
+}
+
+// put is how an upload puts a segment's objects: unsynced in a store that
+// syncs names apart (commitLocked syncs the batch's names before the manifest).
+func (t *Tier) put() func(context.Context, string, io.Reader, int64) error {
+	if ns, ok := t.cfg.Store.(remote.NameSyncer); ok {
+		return ns.PutUnsynced
+	}
+	return t.cfg.Store.Put
 }
 
 // streamChunk puts c as a segmentBody. A segment that does not scan fails the
@@ -948,7 +991,7 @@ func (t *Tier) DeleteAll(ctx context.Context) error {
 // name.
 func parseRemoteName(name string) (base, next int64, ok bool) {
 	var stem string
-	for _, suffix := range []string{segObjectSuffix, logSuffix, indexSuffix} {
+	for _, suffix := range []string{segObjectSuffix, logSuffix, indexSuffix, snapshotSuffix} {
 		if stem, ok = strings.CutSuffix(name, suffix); ok {
 			break
 		}

@@ -14,6 +14,9 @@ import (
 //	P/manifest                          the remote manifest: what counts
 //	P/<base 20 digits>-<next 20>.seg    a segment object: the segment's batches,
 //	                                    byte for byte, then its block index
+//	P/<base 20 digits>-<next 20>.snapshot
+//	                                    the producer-state snapshot as of next
+//	                                    (layout 3; TierConfig.ProducerSnapshot)
 //
 // Manifests before layout 2 (side-file frame version 1) name two objects per
 // segment instead, which stay readable; a layout-2 manifest names them too for a
@@ -28,7 +31,8 @@ import (
 //
 //	manifest payload  leader epoch i32 | start i64 | end i64 | count u32, then
 //	                  count x (base i64 | next i64 | size i64 | max ts i64 |
-//	                           [index size i64: layout 2 only] |
+//	                           [index size i64: layouts 2 and 3] |
+//	                           [snapshot size i64: layout 3] |
 //	                           epochs u32, then epochs x (epoch i32 | start i64)),
 //	                  then, optionally (absent in manifests written before it):
 //	                  aborted u32, then aborted x (producer id i64 |
@@ -40,6 +44,10 @@ import (
 // which starts at byte size of its .seg object (0: the segment was uploaded as
 // two objects, .log and .index, before layout 2). One object per segment halves
 // the objects an upload creates, fsyncs and names, and those retention deletes.
+// Layout 3 adds a segment's snapshot size: the length of its .snapshot object,
+// the replica's producer-state snapshot payload in the side-file frame (0: none,
+// as for every segment uploaded before layout 3). A follower that starts over
+// at its leader's local log start restores its producer state from it.
 //
 // A block is a run of whole batches of at least TierConfig.BlockBytes (the last
 // may be shorter); its crc is CRC-32C over its bytes, checked on every remote read.
@@ -50,8 +58,10 @@ const (
 	// segObjectSuffix names a layout-2 segment object.
 	segObjectSuffix = ".seg"
 	// manifestLayout is the layout (side-file frame version) manifests are
-	// written in; manifestLayoutTwoObjects is the one before it.
-	manifestLayout           = 2
+	// written in; manifestLayoutOneObject and manifestLayoutTwoObjects are
+	// the ones before it, which still load.
+	manifestLayout           = 3
+	manifestLayoutOneObject  = 2
 	manifestLayoutTwoObjects = 1
 )
 
@@ -61,6 +71,9 @@ type remoteSegment struct {
 	// IndexSize is the length of the block index that follows the batches in
 	// the segment's one object; 0 for a segment uploaded as two objects.
 	IndexSize int64
+	// SnapshotSize is the length of the segment's producer-state snapshot
+	// object (the snapshot as of Next); 0: it has none.
+	SnapshotSize int64
 	// Epochs are the leader epochs that wrote into [Base, Next), the first moved
 	// to Base.
 	Epochs []EpochEntry
@@ -80,10 +93,14 @@ func (s remoteSegment) dataKey(prefix string) string {
 
 // objectKeys are every object of the segment.
 func (s remoteSegment) objectKeys(prefix string) []string {
+	keys := []string{s.key(prefix, indexSuffix), s.key(prefix, logSuffix)}
 	if s.IndexSize > 0 {
-		return []string{s.key(prefix, segObjectSuffix)}
+		keys = []string{s.key(prefix, segObjectSuffix)}
 	}
-	return []string{s.key(prefix, indexSuffix), s.key(prefix, logSuffix)}
+	if s.SnapshotSize > 0 {
+		keys = append(keys, s.key(prefix, snapshotSuffix))
+	}
+	return keys
 }
 
 // manifest is a partition's remote manifest. Offsets in [Start, End) that some
@@ -148,7 +165,7 @@ func (m *manifest) encode() []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(m.End))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Segments)))
 	for _, s := range m.Segments {
-		for _, v := range []int64{s.Base, s.Next, s.Size, s.MaxTimestamp, s.IndexSize} {
+		for _, v := range []int64{s.Base, s.Next, s.Size, s.MaxTimestamp, s.IndexSize, s.SnapshotSize} {
 			b = binary.BigEndian.AppendUint64(b, uint64(v))
 		}
 		b = append(b, encodeEpochs(s.Epochs)...)
@@ -180,6 +197,8 @@ func decodeManifest(framed []byte) (manifest, error) {
 	segSize := manifestSegSize
 	switch layout {
 	case manifestLayout:
+		segSize += 16
+	case manifestLayoutOneObject:
 		segSize += 8
 	case manifestLayoutTwoObjects:
 	default:
@@ -210,8 +229,12 @@ func decodeManifest(framed []byte) (manifest, error) {
 		s.Size = int64(binary.BigEndian.Uint64(b[16:]))
 		s.MaxTimestamp = int64(binary.BigEndian.Uint64(b[24:]))
 		e := 32 // the epochs
-		if layout == manifestLayout {
-			s.IndexSize = int64(binary.BigEndian.Uint64(b[32:]))
+		if layout >= manifestLayoutOneObject {
+			s.IndexSize = int64(binary.BigEndian.Uint64(b[e:]))
+			e += 8
+		}
+		if layout >= manifestLayout {
+			s.SnapshotSize = int64(binary.BigEndian.Uint64(b[e:]))
 			e += 8
 		}
 		ne := int(binary.BigEndian.Uint32(b[e:]))
@@ -223,7 +246,8 @@ func decodeManifest(framed []byte) (manifest, error) {
 			return manifest{}, err
 		}
 		b = b[end:]
-		if s.Base < prevNext || s.Next <= s.Base || s.Size <= 0 || s.Next > m.End || s.IndexSize < 0 || s.IndexSize > maxSidePayload+sideHeaderSize {
+		if s.Base < prevNext || s.Next <= s.Base || s.Size <= 0 || s.Next > m.End || s.IndexSize < 0 || s.IndexSize > maxSidePayload+sideHeaderSize ||
+			s.SnapshotSize < 0 || s.SnapshotSize > maxSidePayload+sideHeaderSize {
 			return bad(fmt.Sprintf("segment %d [%d, %d) out of order", i, s.Base, s.Next))
 		}
 		prevNext = s.Next

@@ -1,0 +1,106 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/metadata"
+	"github.com/strata-stream/strata/internal/remote"
+	"github.com/strata-stream/strata/internal/vfs"
+)
+
+// TestTieredFollowerRestoresProducerState: a follower that starts over at a
+// tiered leader's local log start restores the producer state of the remote
+// part from the object store (the snapshot uploaded with the segment that
+// ends there), as Kafka's follower does (TierStateMachine's
+// buildRemoteLogAuxState: the producer snapshot stored with the remote
+// segment). When it then leads, an idempotent producer whose last batches lie
+// below that start is still known: a gap in its sequence is refused and a
+// retry of its last batch is answered with the original offsets, and one
+// that moved to a newer epoch refuses its older epoch's batches. The old
+// code started the follower with no producer state: the gap was taken and
+// the retry appended a second time.
+func TestTieredFollowerRestoresProducerState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, err := remote.NewFile(vfs.NewMem(), "/objects")
+		if err != nil {
+			t.Fatal(err)
+		}
+		configs := map[string]string{"min.insync.replicas": "1", "remote.storage.enable": "true",
+			metadata.TopicInternalSegmentBytes: "4096", "local.retention.bytes": "8192"}
+		c := newMemClusterWith(t, 2, []int32{1, 2}, configs, store)
+		if _, err := c.produce(1, 3); err != nil {
+			t.Fatal(err)
+		}
+		c.isolate(2, true)
+		time.Sleep(3 * c.lagMax)
+		synctest.Wait()
+		if isr := c.partition().ISR; !slices.Equal(isr, []int32{1}) {
+			t.Fatalf("ISR %v, want [1]", isr)
+		}
+		leader := c.replica(1)
+		const pid, bumped = 7, 8
+		build := func(pid int64, epoch int16, seq int32) []byte {
+			return batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(1, 10)})
+		}
+		idempotent := func(seq int32) []byte { return build(pid, 0, seq) }
+		var last AppendResult
+		for seq := range int32(5) {
+			if last, err = leader.Append(idempotent(seq), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Producer bumped moved to epoch 1: a batch of its epoch 0 is a zombie's.
+		for epoch := range int16(2) {
+			if _, err := leader.Append(build(bumped, epoch, 0), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 60 {
+			if _, err := leader.Append(batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		c.mu.Lock()
+		m := c.nodes[1].mgr
+		c.mu.Unlock()
+		m.uploadOnce(context.Background(), leader, &tierUploadState{tier: leader.Tier(), epoch: -1})
+		m.cleanTiered(leader, leader.Tier())
+		if local := leader.LogStartOffset(); local <= last.LastOffset || local <= c.replica(2).LogEndOffset() {
+			t.Fatalf("leader's local start %d, not past the producer's last batch %d and the follower's log end %d", local, last.LastOffset, c.replica(2).LogEndOffset())
+		}
+
+		c.isolate(2, false)
+		for deadline := time.Now().Add(time.Minute); !slices.Equal(c.partition().ISR, []int32{1, 2}) && time.Now().Before(deadline); {
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		if isr := c.partition().ISR; !slices.Equal(isr, []int32{1, 2}) {
+			t.Fatalf("ISR %v after the follower came back, want [1 2]", isr)
+		}
+		c.elect(2, 1, 2)
+		synctest.Wait()
+		next := c.replica(2)
+		if !next.IsLeader() {
+			t.Fatal("broker 2 does not lead after its election")
+		}
+		leo := next.LogEndOffset()
+		res, err := next.Append(idempotent(4), 1)
+		if err != nil || res.BaseOffset != last.BaseOffset || next.LogEndOffset() != leo {
+			t.Errorf("a retry of the producer's last batch on the new leader: offset %d, %v, log end %d -> %d; want the original offset %d, nothing appended",
+				res.BaseOffset, err, leo, next.LogEndOffset(), last.BaseOffset)
+		}
+		if _, err := next.Append(build(bumped, 0, 1), 1); !errors.Is(err, ErrInvalidProducerEpoch) {
+			t.Errorf("a batch of a producer's older epoch on the new leader: %v, want %v", err, ErrInvalidProducerEpoch)
+		}
+		if _, err := next.Append(idempotent(8), 1); !errors.Is(err, ErrOutOfOrderSequence) {
+			t.Errorf("a gap in the producer's sequences (8 after 4) on the new leader: %v, want %v", err, ErrOutOfOrderSequence)
+		}
+	})
+}
