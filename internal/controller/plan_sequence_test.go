@@ -912,7 +912,7 @@ func (s *seqRun) reassignWant(img *metadata.Image, st *seqPart, req Reassignment
 		if !reassigning {
 			return metadata.ErrNoReassignmentInProgress
 		}
-		return s.completeWant(img, st, original)
+		return s.completeWant(img, st, original, img.Topic(req.Topic).Config.UncleanLeaderElectionEnable)
 	}
 	target := req.Replicas
 	if len(target) == 0 {
@@ -933,26 +933,41 @@ func (s *seqRun) reassignWant(img *metadata.Image, st *seqPart, req Reassignment
 	st.replicas, st.adding, st.removing = append(slices.Clone(target), removing...), adding, removing
 	st.partitionEpoch++
 	if (len(adding) > 0 || len(removing) > 0) && len(minus(target, st.isr)) == 0 {
-		return s.completeWant(img, st, target)
+		return s.completeWant(img, st, target, false)
 	}
 	return nil
 }
 
-// completeWant ends st's reassignment at the replica set final.
-func (s *seqRun) completeWant(img *metadata.Image, st *seqPart, final []int32) error {
+// completeWant ends st's reassignment at the replica set final. A cancel
+// (unclean: the topic allows unclean elections) whose original replicas have
+// all left the ISR restarts the ISR at the first of them, as Kafka's
+// PartitionReassignmentRevert, and elects as an unclean election would.
+func (s *seqRun) completeWant(img *metadata.Image, st *seqPart, final []int32, unclean bool) error {
 	isr := slices.DeleteFunc(slices.Clone(st.isr), func(id int32) bool { return !slices.Contains(final, id) })
-	if len(isr) == 0 {
+	uncleanRevert := len(isr) == 0 && unclean
+	switch {
+	case uncleanRevert:
+		isr = final[:1]
+	case len(isr) == 0:
 		return metadata.ErrInvalidReplicaAssignment
 	}
 	if len(minus(st.replicas, final)) > 0 { // a replica leaves: the leader epoch moves on
 		st.leaderEpoch++
 	}
-	if !slices.Contains(final, st.leader) {
+	if !slices.Contains(isr, st.leader) {
 		st.leader = metadata.NoLeader
 		for _, id := range final {
 			if slices.Contains(isr, id) && s.eligible(img, id) {
 				st.leader = id
 				break
+			}
+		}
+		if st.leader == metadata.NoLeader && uncleanRevert {
+			for _, id := range final {
+				if s.eligible(img, id) {
+					st.leader, isr = id, []int32{id}
+					break
+				}
 			}
 		}
 	}
