@@ -474,7 +474,7 @@ func (c *processCluster) toggleVoter() (string, error) {
 		}
 		req, verb = r, "removed from"
 	} else {
-		r, err := admin.AddVoterRequest(ctx, c.cl, id)
+		r, err := admin.AddVoterRequest(ctx, c.cl, id, c.cn.advertisedController(id))
 		if err != nil {
 			return "", err
 		}
