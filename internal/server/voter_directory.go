@@ -39,8 +39,8 @@ type voterRefusals struct {
 	// raftAddr is this node's advertised controller address, which
 	// add-controller names.
 	raftAddr string
-	mu   sync.Mutex
-	last map[controllerlink.VoterKey]time.Time
+	mu       sync.Mutex
+	last     map[controllerlink.VoterKey]time.Time
 }
 
 func (v *voterRefusals) refused(want controllerlink.VoterKey, remote net.Addr) {
