@@ -17,6 +17,9 @@ package handlers
 //     voter's directory id is the one the quorum recorded for it (zero until
 //     recorded, see controller/voter_directory.go), an observer's that of its
 //     broker registration.
+//   - Observers are the non-voting members the active controller has heard
+//     from (a broker heartbeat) in its term within the last five minutes, as
+//     Kafka's leader forgets an observer (controller.QuorumState).
 
 import (
 	"context"
