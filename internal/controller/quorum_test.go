@@ -8,12 +8,12 @@ import (
 )
 
 // TestQuorumForgetsSilentObservers: the active controller lists a non-voting
-// member among the quorum's observers only while it has heard from it (a
-// heartbeat reporting its progress) in its term within observerSessionTimeout,
-// and forgets it once that much time has passed without a word, as Kafka 4.4's
-// leader forgets an observer (LeaderState.clearInactiveObservers); a heartbeat
-// lists it again. Voters are always listed. Before, every non-voting member
-// was listed whether heard from or not.
+// member among the quorum's observers only while it has heard from it (its
+// registration or a heartbeat) in its term within observerSessionTimeout, and
+// forgets it once that much time has passed without a word, as Kafka 4.4's
+// leader forgets an observer (LeaderState.clearInactiveObservers); a
+// heartbeat lists it again. Voters are always listed. Before, every
+// non-voting member was listed, silent or not.
 func TestQuorumForgetsSilentObservers(t *testing.T) {
 	clock := newFakeClock()
 	cl := sessionCluster(t, clock, nil)
@@ -42,11 +42,12 @@ func TestQuorumForgetsSilentObservers(t *testing.T) {
 			before    func() error
 			observers []int32
 		}{
-			{"registered, no heartbeat in this term", func() error { return nil }, nil},
+			{"registered", func() error { return nil }, []int32{4}},
+			{"silent since its registration for just under the observer timeout", advance(observerSessionTimeout - time.Millisecond), []int32{4}},
+			{"silent since its registration for the observer timeout", advance(time.Millisecond), nil},
 			{"a heartbeat", heartbeat, []int32{4}},
-			{"silent for just under the observer timeout", advance(observerSessionTimeout - time.Millisecond), []int32{4}},
-			{"silent for the observer timeout", advance(time.Millisecond), nil},
-			{"a heartbeat again", heartbeat, []int32{4}},
+			{"silent since its heartbeat for just under the observer timeout", advance(observerSessionTimeout - time.Millisecond), []int32{4}},
+			{"silent since its heartbeat for the observer timeout", advance(time.Millisecond), nil},
 		} {
 			if err := step.before(); err != nil {
 				return err

@@ -18,8 +18,9 @@ package handlers
 //     recorded, see controller/voter_directory.go), an observer's that of its
 //     broker registration.
 //   - Observers are the non-voting members the active controller has heard
-//     from (a broker heartbeat) in its term within the last five minutes, as
-//     Kafka's leader forgets an observer (controller.QuorumState).
+//     from (a broker registration or heartbeat) in its term within the last
+//     five minutes, as Kafka's leader forgets an observer
+//     (controller.QuorumState).
 
 import (
 	"context"
