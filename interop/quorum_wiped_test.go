@@ -95,7 +95,7 @@ func TestKafkaMetadataQuorumWipedVoter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl := c.Client()
-	req, err := admin.AddVoterRequest(ctx, cl, 3)
+	req, err := admin.AddVoterRequest(ctx, cl, 3, c.Node(3).ControllerAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

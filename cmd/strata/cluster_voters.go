@@ -5,7 +5,10 @@ package main
 // add-controller asks again while the node is refused as not caught up
 // ("lagging behind"), until --timeout, so a node just started is added once
 // it has heartbeated; Kafka's kafka-metadata-quorum asks once. Both name the
-// node by its voter key, the directory id read from DescribeQuorum.
+// node by its voter key, the directory id read from DescribeQuorum;
+// add-controller also names the node's controller listener, given with
+// --controller-addr, as Kafka's tool takes it from the new controller's
+// config: DescribeQuorum lists no observer's endpoint.
 
 import (
 	"context"
@@ -34,7 +37,7 @@ type voterChangeJSON struct {
 func clusterAddControllerCmd(env *clientEnv, g *globalFlags) *cobra.Command {
 	return voterChangeCmd(env, g, "add-controller NODE",
 		"Make a running broker-only node a controller voter",
-		"  strata cluster add-controller 4", true)
+		"  strata cluster add-controller 4 --controller-addr 127.0.0.14:9093", true)
 }
 
 func clusterRemoveControllerCmd(env *clientEnv, g *globalFlags) *cobra.Command {
@@ -51,10 +54,18 @@ func voterChangeCmd(env *clientEnv, g *globalFlags, use, short, example string, 
 		Args:              usageArgs(env, cobra.ExactArgs(1)),
 		ValidArgsFunction: cobra.NoFileCompletions,
 	}
+	var controllerAddr string
+	if add {
+		cmd.Flags().StringVar(&controllerAddr, "controller-addr", "",
+			"the node's controller listener as the quorum reaches it, host:port: its --advertised-controller-addr, or its --controller-addr (required)")
+	}
 	cmd.RunE = clientRun(env, g, func(ctx context.Context, s *session, _ *cobra.Command, args []string) error {
 		id, err := strconv.ParseInt(args[0], 10, 32)
 		if err != nil || id < 0 {
 			return cli.Usagef("node %q: want a node id", args[0])
+		}
+		if add && controllerAddr == "" {
+			return cli.Usagef("add-controller needs --controller-addr: the node's controller listener, host:port")
 		}
 		ctx, cancel := s.withTimeout(ctx)
 		defer cancel()
@@ -66,7 +77,7 @@ func voterChangeCmd(env *clientEnv, g *globalFlags, use, short, example string, 
 		var code int16
 		var msg *string
 		if add {
-			req, err := admin.AddVoterRequest(ctx, cl, int32(id))
+			req, err := admin.AddVoterRequest(ctx, cl, int32(id), controllerAddr)
 			if err != nil {
 				return err
 			}

@@ -14,16 +14,18 @@ import (
 )
 
 // TestClusterAddRemoveController: on a three-node cluster with a broker-only
-// node 4, `strata cluster add-controller 4` makes it a voter and
-// `remove-controller 2 --output json` takes node 2 out, as DescribeQuorum then
-// shows; adding 4 again and removing 2 again fail with Kafka's errors and a
-// non-zero exit.
+// node 4, `strata cluster add-controller 4 --controller-addr ADDR` makes it a
+// voter and `remove-controller 2 --output json` takes node 2 out, as
+// DescribeQuorum then shows; adding 4 again and removing 2 again fail with
+// Kafka's errors and a non-zero exit, and add-controller without the node's
+// controller address (which DescribeQuorum does not list for an observer) is
+// a usage error.
 func TestClusterAddRemoveController(t *testing.T) {
 	c := testcluster.Start(t, 3)
-	c.AddBroker()
+	n4 := c.AddBroker()
 	addr := strings.Join(c.Bootstrap(), ",")
 
-	r := mustRunAt(t, addr, "cluster", "add-controller", "4")
+	r := mustRunAt(t, addr, "cluster", "add-controller", "4", "--controller-addr", n4.ControllerAddr)
 	if !strings.Contains(r.stdout, "node 4 is a controller voter") {
 		t.Fatalf("add-controller 4: %s", r)
 	}
@@ -35,8 +37,10 @@ func TestClusterAddRemoveController(t *testing.T) {
 	waitVoters(t, c, []int32{1, 3, 4})
 
 	for _, tc := range []struct{ args, want string }{
-		{"add-controller 4", "DUPLICATE_VOTER"},
-		{"add-controller 9", "node 9 is not a member of the quorum"},
+		{"add-controller 4 --controller-addr " + n4.ControllerAddr, "DUPLICATE_VOTER"},
+		{"add-controller 9 --controller-addr " + n4.ControllerAddr, "node 9 is not a member of the quorum"},
+		{"add-controller 4", "needs --controller-addr"},
+		{"add-controller 4 --controller-addr nowhere", "want host:port"},
 		{"remove-controller 2", "VOTER_NOT_FOUND"},
 		{"remove-controller x", "want a node id"},
 	} {
@@ -58,7 +62,7 @@ func TestClusterAddControllerWaitsForCatchUp(t *testing.T) {
 	addr := strings.Join(c.Bootstrap(), ",")
 	n4.Stop()
 
-	r := runAt(t, addr, "", "cluster", "add-controller", "4", "--timeout", "3s")
+	r := runAt(t, addr, "", "cluster", "add-controller", "4", "--controller-addr", n4.ControllerAddr, "--timeout", "3s")
 	if r.code == 0 || r.err == nil || !strings.Contains(r.err.Error(), "REQUEST_TIMED_OUT") || !strings.Contains(r.err.Error(), "lagging behind") {
 		t.Fatalf("add-controller of a stopped node: want REQUEST_TIMED_OUT (lagging behind), got %s", r)
 	}
@@ -69,7 +73,7 @@ func TestClusterAddControllerWaitsForCatchUp(t *testing.T) {
 	waitVoters(t, c, []int32{1, 2, 3})
 
 	n4.Start()
-	r = mustRunAt(t, addr, "cluster", "add-controller", "4")
+	r = mustRunAt(t, addr, "cluster", "add-controller", "4", "--controller-addr", n4.ControllerAddr)
 	if !strings.Contains(r.stdout, "node 4 is a controller voter") {
 		t.Fatalf("add-controller 4 while it starts: %s", r)
 	}

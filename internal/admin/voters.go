@@ -3,48 +3,50 @@ package admin
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/controllerlink"
 )
 
-// AddVoterRequest builds the AddRaftVoter request that makes node id a
-// controller voter. The request must carry the node's voter key (its id and
-// directory id) and its controller listener (Kafka refuses one without
-// either: INVALID_REQUEST), as kafka-metadata-quorum add-controller sends the
-// new controller's directory id and listeners from its config and data dir;
-// here they are read from DescribeQuorum, where a running broker-only node is
-// an observer with its directory id and listener. A node the quorum does not
-// know is an error wrapping kerr.InvalidRequest.
-func AddVoterRequest(ctx context.Context, cl *kgo.Client, id int32) (*kmsg.AddRaftVoterRequest, error) {
-	resp, p, err := describeQuorum(ctx, cl)
+// AddVoterRequest builds the AddRaftVoter request that makes node id, whose
+// controller listener is at controllerAddr (host:port, the node's advertised
+// controller address), a controller voter. The request must carry the node's
+// voter key (its id and directory id) and its controller listener (Kafka
+// refuses one without either: INVALID_REQUEST), as kafka-metadata-quorum
+// add-controller sends the new controller's directory id and listeners from
+// its config and data dir. The directory id is read from DescribeQuorum, where
+// a running broker-only node is an observer; its listener is not there, since
+// DescribeQuorum, as Kafka's, lists the endpoints of voters only. A node the
+// quorum does not list is an error wrapping kerr.InvalidRequest, as is an
+// address that is not host:port.
+func AddVoterRequest(ctx context.Context, cl *kgo.Client, id int32, controllerAddr string) (*kmsg.AddRaftVoterRequest, error) {
+	host, portText, err := net.SplitHostPort(controllerAddr)
+	port, perr := strconv.ParseUint(portText, 10, 16)
+	if err != nil || perr != nil || host == "" {
+		return nil, fmt.Errorf("%w: controller address %q: want host:port", kerr.InvalidRequest, controllerAddr)
+	}
+	_, p, err := describeQuorum(ctx, cl)
 	if err != nil {
 		return nil, err
 	}
-	req := kmsg.NewPtrAddRaftVoterRequest()
-	req.VoterID = id
-	for _, r := range slices.Concat(p.CurrentVoters, p.Observers) {
-		if r.ReplicaID == id {
-			req.VoterDirectoryID = r.ReplicaDirectoryID
-		}
-	}
-	for _, n := range resp.Nodes {
-		if n.NodeID != id {
-			continue
-		}
-		for _, l := range n.Listeners {
-			rl := kmsg.NewAddRaftVoterRequestListener()
-			rl.Name, rl.Host, rl.Port = l.Name, l.Host, l.Port
-			req.Listeners = append(req.Listeners, rl)
-		}
-	}
-	if len(req.Listeners) == 0 {
+	members := slices.Concat(p.CurrentVoters, p.Observers)
+	i := slices.IndexFunc(members, func(r kmsg.DescribeQuorumResponseTopicPartitionReplicaState) bool { return r.ReplicaID == id })
+	if i < 0 {
 		return nil, fmt.Errorf("%w: node %d is not a member of the quorum: start it as a broker-only node (--roles broker) first", kerr.InvalidRequest, id)
 	}
+	req := kmsg.NewPtrAddRaftVoterRequest()
+	req.VoterID, req.VoterDirectoryID = id, members[i].ReplicaDirectoryID
+	l := kmsg.NewAddRaftVoterRequestListener()
+	l.Name, l.Host, l.Port = controllerlink.ObserverListener, host, uint16(port)
+	req.Listeners = []kmsg.AddRaftVoterRequestListener{l}
 	return req, nil
 }
 

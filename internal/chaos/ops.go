@@ -474,7 +474,14 @@ func (c *processCluster) toggleVoter() (string, error) {
 		}
 		req, verb = r, "removed from"
 	} else {
-		r, err := admin.AddVoterRequest(ctx, c.cl, id)
+		// An active controller lists the node among the observers, where
+		// the request's directory id is read, once it has heard from it in
+		// its term (as Kafka's leader): a new one may not have yet.
+		var r *kmsg.AddRaftVoterRequest
+		err := waitFor(opTimeout, func() (err error) {
+			r, err = admin.AddVoterRequest(ctx, c.cl, id, c.cn.advertisedController(id))
+			return err
+		})
 		if err != nil {
 			return "", err
 		}

@@ -337,6 +337,17 @@ func (l *liveness) handedOff(id int32, epoch int64, offset int64) {
 	}
 }
 
+// lastHeard returns when broker id last registered or heartbeated in this
+// term, as its latest session records it; zero if it has not.
+func (l *liveness) lastHeard(id int32) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.mu.sessions[id]; s != nil {
+		return s.lastHeartbeat
+	}
+	return time.Time{}
+}
+
 // progress returns what broker id's last heartbeat in this term reported:
 // the metadata offset it had applied, when it said so and when it last
 // reported the controller's own offset; ok is false if it has not

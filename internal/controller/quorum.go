@@ -15,6 +15,14 @@ import (
 // applied every entry up to index N, so N is also the next offset in Kafka's
 // zero-based numbering.
 
+// observerSessionTimeout is how long the active controller lists a non-voting
+// member it has not heard from: Kafka 4.4's leader forgets an observer whose
+// last fetch is that old (LeaderState's OBSERVER_SESSION_TIMEOUT_MS, five
+// minutes) and knows none that has not fetched from it in its epoch. Strata's
+// observers talk to the active controller in their broker registration and
+// heartbeats instead of fetches: either counts.
+const observerSessionTimeout = 5 * time.Minute
+
 // QuorumMember is one member of the Raft configuration.
 type QuorumMember struct {
 	ID int32
@@ -43,7 +51,11 @@ type QuorumState struct {
 	LeaderEpoch int32
 	// HighWatermark is the commit index.
 	HighWatermark int64
-	// Voters and Observers are in ascending id order.
+	// Voters and Observers are in ascending id order. Observers are the
+	// non-voting members this controller has heard from (a registration or a
+	// heartbeat) in its term within observerSessionTimeout; the others are left out, as Kafka's leader
+	// forgets them, though they stay in the Raft configuration and keep
+	// receiving the metadata log.
 	Voters, Observers []QuorumMember
 }
 
@@ -87,6 +99,9 @@ func (c *Controller) Quorum(ctx context.Context) (QuorumState, error) {
 			m.LastFetch, m.LastCaughtUp = now, now
 		} else if off, at, caughtUp, ok := live.progress(m.ID); ok {
 			m.LogEndOffset, m.LastFetch, m.LastCaughtUp = off, at, caughtUp
+		}
+		if heard := live.lastHeard(m.ID); !m.Voter && (heard.IsZero() || now.Sub(heard) >= observerSessionTimeout) {
+			continue // not heard from lately: forgotten, as Kafka's leader forgets it
 		}
 		if m.Voter {
 			st.Voters = append(st.Voters, m)

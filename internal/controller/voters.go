@@ -191,6 +191,74 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32, dir metadata.UUI
 	return nil
 }
 
+// RaftLeader is the leader of the quorum as a node knows it.
+type RaftLeader struct {
+	// ID is its node id, -1 when none is known.
+	ID int32
+	// Epoch is this node's Raft term, Kafka's leader epoch.
+	Epoch int32
+	// Addr is its Raft (controller listener) address; empty when unknown.
+	Addr string
+}
+
+// RaftLeader returns the leader as this node knows it, for answers that name
+// it (UpdateRaftVoter's CurrentLeader).
+func (c *Controller) RaftLeader() RaftLeader {
+	l := RaftLeader{ID: -1, Epoch: int32(c.raft.CurrentTerm())}
+	if id, addr, ok := c.LeaderAddr(); ok {
+		l.ID, l.Addr = id, addr
+	}
+	return l
+}
+
+// UpdateVoter moves voter id, whose data directory is dir, to addr: KIP-853's
+// UpdateRaftVoter, which a voter sends the leader when its controller
+// listener is no longer the one the voter set records (a restart with
+// another --advertised-controller-addr). As Kafka 4.4's leader
+// (UpdateVoterHandler): REQUEST_TIMED_OUT while another voter change is in
+// flight (ErrVoterChangePending); INVALID_REQUEST when kraftVersionOK is
+// false (the sender's supported kraft.version range leaves out the finalized
+// level); VOTER_NOT_FOUND (ErrVoterNotFound) for a node that is not a voter,
+// or whose recorded data directory is not dir (a voter whose directory is not
+// recorded yet matches any, as Kafka's voter without a directory id). The
+// voter's address changes in Raft's configuration, which the leader then
+// replicates to it there; an unchanged address changes nothing. Kafka's leader
+// answers once the change is appended, Strata's once it is committed.
+func (c *Controller) UpdateVoter(ctx context.Context, id int32, dir metadata.UUID, addr string, kraftVersionOK bool) error {
+	if !c.IsLeader() {
+		return c.notController()
+	}
+	if !c.voterChange.TryLock() {
+		return ErrVoterChangePending
+	}
+	defer c.voterChange.Unlock()
+	// A leader new in its term first commits its barrier, so the voter set
+	// it reads is committed (Kafka's leader wants its high watermark past the
+	// voter set's offset).
+	if err := c.run(ctx, func(*metadata.Image) ([]metadata.Record, error) { return nil, nil }); err != nil {
+		return err
+	}
+	if !kraftVersionOK {
+		return fmt.Errorf("%w: the supported kraft.version range leaves out the finalized level", metadata.ErrInvalidRequest)
+	}
+	s, ok, _, err := c.member(ctx, id)
+	if err != nil {
+		return err
+	}
+	if rec := c.Image().VoterDirectory(id); !ok || s.Suffrage != raft.Voter || !rec.IsZero() && rec != dir {
+		return fmt.Errorf("%w: node %d with data directory %v", ErrVoterNotFound, id, dir)
+	}
+	if string(s.Address) == addr {
+		return nil
+	}
+	f := c.raft.AddVoter(s.ID, raft.ServerAddress(addr), 0, c.cfg.ApplyTimeout)
+	if err := c.await(ctx, f.Error); err != nil {
+		return err
+	}
+	c.log.Info("a controller voter's address changed", "node", id, "from", s.Address, "to", addr)
+	return nil
+}
+
 // UnregisterController answers Kafka's UnregisterController (`kafka-cluster
 // unregister-controller`, `kafka-metadata-quorum remove-controller
 // --unregister`). Kafka keeps a registration for every

@@ -348,3 +348,74 @@ func TestAddVoterRecordsItsDirectory(t *testing.T) {
 		t.Fatalf("quorum voters %+v, want node 4 with directory %v", st.Voters, dir)
 	}
 }
+
+// TestUpdateVoter: UpdateVoter (KIP-853's UpdateRaftVoter) moves a voter to
+// another address, where the active controller then replicates to it (its old
+// address cut off). It is refused as Kafka 4.4's leader refuses it
+// (UpdateVoterHandler): REQUEST_TIMED_OUT while another voter change is in
+// flight, INVALID_REQUEST when the sender's kraft.version range leaves out the
+// finalized level, VOTER_NOT_FOUND for a node that is not a voter or a data
+// directory other than the one recorded for the voter. Before, a voter
+// restarted at another address stayed at its old one in the configuration.
+func TestUpdateVoter(t *testing.T) {
+	cl := newCluster(t, 3)
+	li := cl.leader()
+	l := cl.nodes[li]
+	vi := (li + 1) % 3
+	v, dir := cl.nodes[vi].cfg.NodeID, metadata.UUID{9}
+	if err := l.RegisterController(ctxT(t), v, dir, map[string]int32{metadata.FeatureVoterDirectory: 1}); err != nil {
+		t.Fatal(err)
+	}
+	const moved = raft.ServerAddress("moved")
+	for _, tc := range []struct {
+		name    string
+		id      int32
+		dir     metadata.UUID
+		kraftOK bool
+		pending bool
+		want    int16
+	}{
+		{"another voter change in flight", v, dir, true, true, kerr.RequestTimedOut.Code},
+		{"kraft.version out of range", v, dir, false, false, kerr.InvalidRequest.Code},
+		{"not a voter", 4, dir, true, false, kerr.VoterNotFound.Code},
+		{"another data directory", v, metadata.UUID{8}, true, false, kerr.VoterNotFound.Code},
+	} {
+		if tc.pending {
+			l.voterChange.Lock()
+		}
+		err := l.UpdateVoter(ctxT(t), tc.id, tc.dir, string(moved), tc.kraftOK)
+		if tc.pending {
+			l.voterChange.Unlock()
+		}
+		if metadata.ErrorCode(err) != tc.want {
+			t.Errorf("%s: UpdateVoter = %v, want %v", tc.name, err, kerr.ErrorForCode(tc.want))
+		}
+	}
+	if addrs, err := l.VoterAddrs(ctxT(t)); err != nil || addrs[vi].Addr != string(cl.addrs[vi]) {
+		t.Fatalf("voters after refused updates: %+v (%v), want node %d still at %s", addrs, err, v, cl.addrs[vi])
+	}
+
+	// The voter now answers at moved only.
+	for j, tr := range cl.trans {
+		if j != vi {
+			tr.Connect(moved, cl.trans[vi])
+		}
+	}
+	if err := l.UpdateVoter(ctxT(t), v, dir, string(moved), true); err != nil {
+		t.Fatalf("UpdateVoter(%d to %s): %v", v, moved, err)
+	}
+	if addrs, err := l.VoterAddrs(ctxT(t)); err != nil || addrs[vi].Addr != string(moved) {
+		t.Fatalf("voters after the update: %+v (%v), want node %d at %s", addrs, err, v, moved)
+	}
+	for j, tr := range cl.trans {
+		if j != vi {
+			tr.Disconnect(cl.addrs[vi])
+		}
+	}
+	if err := cl.register(7, 1); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, "the moved voter to apply a change made after the move", func() bool {
+		return cl.nodes[vi].Image().Broker(7) != nil
+	})
+}

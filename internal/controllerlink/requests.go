@@ -12,7 +12,7 @@ import (
 // BrokerRegistration: its Raft address, where the active controller adds it to
 // the quorum as a non-voting member. The first listener is the Kafka one. It
 // is the name of every node's controller listener, as Kafka's
-// controller.listener.names gives one: DescribeQuorum names the members'
+// controller.listener.names gives one: DescribeQuorum names the voters'
 // listeners so, and AddRaftVoter takes the new voter's endpoint of that name.
 const ObserverListener = "CONTROLLER"
 

@@ -10,11 +10,17 @@ package handlers
 //   - A member's LogEndOffset is the leader's own last index, or the metadata
 //     offset a broker reported in its last heartbeat; -1 (and timestamps -1)
 //     when unknown, as for a controller-only voter.
-//   - v1 adds the timestamps; v2 the Nodes (each member's controller listener,
-//     named CONTROLLER as in Kafka), error messages and directory ids: a
-//     voter's is the one the quorum recorded for it (zero until recorded, see
-//     controller/voter_directory.go), an observer's that of its broker
-//     registration.
+//   - v1 adds the timestamps; v2 the Nodes, error messages and directory ids.
+//     Nodes are the voters' endpoints (each voter's controller listener, named
+//     CONTROLLER as in Kafka) and only theirs: Kafka 4.4's leader knows no
+//     endpoint of an observer (RaftUtil.singletonDescribeQuorumResponse). A
+//     voter's directory id is the one the quorum recorded for it (zero until
+//     recorded, see controller/voter_directory.go), an observer's that of its
+//     broker registration.
+//   - Observers are the non-voting members the active controller has heard
+//     from (a broker registration or heartbeat) in its term within the last
+//     five minutes, as Kafka's leader forgets an observer
+//     (controller.QuorumState).
 
 import (
 	"context"
@@ -57,7 +63,7 @@ func (h *Handlers) describeQuorum(ctx context.Context, _ *protocol.ConnInfo, r *
 	t := kmsg.NewDescribeQuorumResponseTopic()
 	t.Topic, t.Partitions = metadataTopic, []kmsg.DescribeQuorumResponseTopicPartition{p}
 	resp.Topics = []kmsg.DescribeQuorumResponseTopic{t}
-	for _, m := range append(st.Voters, st.Observers...) {
+	for _, m := range st.Voters {
 		n := kmsg.NewDescribeQuorumResponseNode()
 		n.NodeID = m.ID
 		if host, port, err := net.SplitHostPort(m.Addr); err == nil {

@@ -164,6 +164,9 @@ var requestChecks = map[int16]requestCheck{
 	80: clusterCheck(kmsg.ACLOperationAlter),
 	81: clusterCheck(kmsg.ACLOperationAlter),
 	94: clusterCheck(kmsg.ACLOperationAlter),
+	// A voter's request (Kafka's ControllerApis.handleUpdateRaftVoter); on
+	// the controller link, which authenticates nodes, no ACL is checked.
+	82: clusterCheck(kmsg.ACLOperationClusterAction),
 }
 
 // nullable is a nullable string's value, "" for null.
@@ -307,6 +310,9 @@ func deniedResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp.ErrorCode = code
 	case *kmsg.RemoveRaftVoterResponse:
 		resp.ErrorCode = code
+	case *kmsg.UpdateRaftVoterResponse:
+		resp.ErrorCode = code
+		resp.CurrentLeader.LeaderID, resp.CurrentLeader.LeaderEpoch = -1, -1
 	case *kmsg.ConsumerGroupHeartbeatResponse:
 		resp.ErrorCode = code
 	case *kmsg.ShareGroupHeartbeatResponse:

@@ -31,6 +31,8 @@ type Cluster interface {
 	VoterAddrs(ctx context.Context) ([]controller.QuorumMember, error)
 	AddVoter(ctx context.Context, id int32, dir metadata.UUID, addr string) error
 	RemoveVoter(ctx context.Context, id int32, dir metadata.UUID) error
+	UpdateVoter(ctx context.Context, id int32, dir metadata.UUID, addr string, kraftVersionOK bool) error
+	RaftLeader() controller.RaftLeader
 	RegisterController(ctx context.Context, id int32, dir metadata.UUID, features map[string]int32) error
 	AlterScramCredentials(ctx context.Context, dels []controller.ScramDeletion, ups []controller.ScramUpsertion) ([]controller.ScramResult, error)
 	CreateAcls(ctx context.Context, bindings []acl.Binding) ([]error, error)

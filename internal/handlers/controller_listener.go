@@ -9,7 +9,8 @@ package handlers
 // controllers, as endpoint type 2), DescribeQuorum, UpdateFeatures (and
 // ApiVersions' features), DescribeConfigs, AlterConfigs and
 // IncrementalAlterConfigs, DescribeAcls, CreateAcls and DeleteAcls,
-// UnregisterBroker, AddRaftVoter, RemoveRaftVoter and UnregisterController.
+// UnregisterBroker, AddRaftVoter, RemoveRaftVoter and UnregisterController;
+// and UpdateRaftVoter, which a Kafka controller serves its fellow voters.
 // Any node's controller listener serves them, as any broker does, by passing
 // what needs the active controller on to it.
 
@@ -31,7 +32,7 @@ var controllerListenerKeys = []int16{29, 30, 31, 32, 33, 44, 55, 57, 60, 64, 80,
 
 // controllerListenerApis is the controller listener's registry: the Kafka
 // listener's entries for controllerListenerKeys, DescribeCluster answering
-// for the controllers.
+// for the controllers, and UpdateRaftVoter, which only a controller serves.
 func controllerListenerApis() []api {
 	var out []api
 	for _, a := range allApis() {
@@ -43,7 +44,7 @@ func controllerListenerApis() []api {
 		}
 		out = append(out, a)
 	}
-	return out
+	return append(out, updateRaftVoterApi)
 }
 
 // ControllerListenerVersions is the controller listener's registry, for its

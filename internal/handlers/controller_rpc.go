@@ -7,7 +7,9 @@ package handlers
 //   IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
 //   ListPartitionReassignments, DescribeQuorum, UnregisterBroker, AddRaftVoter,
 //   RemoveRaftVoter, AlterUserScramCredentials, CreateAcls, DeleteAcls,
-//   AlterClientQuotas, Create/Renew/ExpireDelegationToken). A node that is not the active controller answers
+//   AlterClientQuotas, Create/Renew/ExpireDelegationToken), and UpdateRaftVoter
+//   (82) v0, which voters send the leader and the node asked answers itself
+//   (82_update_raft_voter.go). For the others a node that is not the active controller answers
 //   NOT_CONTROLLER and the sender retries on the new one, except that a voter
 //   passes a BrokerRegistration on to the active controller it knows
 //   (passOn). The active controller's own node serves itself the same requests in process
@@ -53,6 +55,7 @@ var linkApis = []api{
 	{key: 70, min: 0, max: 0, serve: (*Handlers).controllerRegistration},
 	{key: 80, min: 0, max: 1, serve: (*Handlers).addRaftVoter},
 	{key: 81, min: 0, max: 0, serve: (*Handlers).removeRaftVoter},
+	updateRaftVoterApi,
 	{key: 94, min: 0, max: 0, serve: (*Handlers).unregisterController},
 }
 

@@ -138,7 +138,8 @@ func TestDescribeControllers(t *testing.T) {
 
 // TestControllerListenerVersions: the controller listener lists the keys a
 // Kafka 4.4 controller answers clients with that Strata serves there, at the
-// Kafka listener's versions, and nothing else.
+// Kafka listener's versions, and nothing else; UpdateRaftVoter, which only a
+// controller serves, at Kafka's v0 (before, it was not served).
 func TestControllerListenerVersions(t *testing.T) {
 	broker := map[int16]protocol.VersionRange{}
 	for _, v := range Versions() {
@@ -147,12 +148,18 @@ func TestControllerListenerVersions(t *testing.T) {
 	var keys []int16
 	for _, v := range ControllerListenerVersions() {
 		keys = append(keys, v.Key)
+		if v.Key == 82 { // UpdateRaftVoter: a Kafka controller's only, not a broker's
+			if v != (protocol.VersionRange{Key: 82, Min: 0, Max: 0}) {
+				t.Errorf("UpdateRaftVoter listed as %+v on the controller listener, want v0, Kafka 4.4's", v)
+			}
+			continue
+		}
 		if v != broker[v.Key] {
 			t.Errorf("key %d listed as %+v on the controller listener, %+v on the Kafka listener", v.Key, v, broker[v.Key])
 		}
 	}
 	slices.Sort(keys)
-	if want := []int16{29, 30, 31, 32, 33, 44, 55, 57, 60, 64, 80, 81, 94}; !slices.Equal(keys, want) {
+	if want := []int16{29, 30, 31, 32, 33, 44, 55, 57, 60, 64, 80, 81, 82, 94}; !slices.Equal(keys, want) {
 		t.Errorf("controller listener keys %v, want %v", keys, want)
 	}
 }

@@ -216,6 +216,11 @@ func (w waitingCluster) RemoveVoter(ctx context.Context, id int32, dir metadata.
 	return w.Cluster.RemoveVoter(ctx, id, dir)
 }
 
+func (w waitingCluster) UpdateVoter(ctx context.Context, id int32, dir metadata.UUID, addr string, kraftVersionOK bool) error {
+	defer startWait(ctx)()
+	return w.Cluster.UpdateVoter(ctx, id, dir, addr, kraftVersionOK)
+}
+
 func (w waitingCluster) RegisterController(ctx context.Context, id int32, dir metadata.UUID, features map[string]int32) error {
 	defer startWait(ctx)()
 	return w.Cluster.RegisterController(ctx, id, dir, features)

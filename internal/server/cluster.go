@@ -37,14 +37,14 @@ func (n *Node) startControllerListener() ([]controller.Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	self := controllerlink.VoterKey{NodeID: n.cfg.NodeID, DirectoryID: n.directoryID}
-	refusals := &voterRefusals{log: n.log.With("component", "controller"), self: self}
-	n.mux = controllerlink.NewMux(ln, self, refusals.refused)
-	n.lc.onStop("controller mux", func(stopping) error { n.mux.Close(); return nil })
 	n.raftAddr = n.cfg.AdvertisedControllerAddr
 	if n.raftAddr == "" {
 		n.raftAddr = ln.Addr().String()
 	}
+	self := controllerlink.VoterKey{NodeID: n.cfg.NodeID, DirectoryID: n.directoryID}
+	refusals := &voterRefusals{log: n.log.With("component", "controller"), self: self, raftAddr: n.raftAddr}
+	n.mux = controllerlink.NewMux(ln, self, refusals.refused)
+	n.lc.onStop("controller mux", func(stopping) error { n.mux.Close(); return nil })
 	voters, _ := n.cfg.Voters()
 	peers := make([]controller.Peer, len(voters))
 	for i, v := range voters {

@@ -21,7 +21,8 @@ import (
 // controller listener (--bootstrap-controller) logs in with the Kafka
 // listener's SASL mechanisms and is authorized by its ACLs: a super user
 // describes the quorum, another user is refused CLUSTER_AUTHORIZATION_FAILED,
-// and a client that does not log in gets no answer.
+// and a client that does not log in gets no answer. UpdateRaftVoter needs
+// CLUSTER_ACTION.
 func TestControllerListenerAuthorization(t *testing.T) {
 	cfg := nodeConfig(t.TempDir())
 	cfg.SASLMechanisms = "SCRAM-SHA-256"
@@ -43,6 +44,35 @@ func TestControllerListenerAuthorization(t *testing.T) {
 	if code, err := describe(); err == nil {
 		t.Fatalf("DescribeQuorum without logging in answered %v", kerr.ErrorForCode(code))
 	}
+	// UpdateRaftVoter needs CLUSTER_ACTION, as on a Kafka controller: a super
+	// user's (of an unknown voter) reaches the quorum.
+	for _, tc := range []struct {
+		user, pass string
+		want       int16
+	}{{"admin", "a", kerr.VoterNotFound.Code}, {"bob", "b", kerr.ClusterAuthorizationFailed.Code}} {
+		if code, err := updateRaftVoterAt(ctx, n.raftAddr, n.ctrl.RaftLeader().Epoch, login(tc.user, tc.pass)); err != nil || code != tc.want {
+			t.Errorf("UpdateRaftVoter by %s: %v, %v; want %v", tc.user, kerr.ErrorForCode(code), err, kerr.ErrorForCode(tc.want))
+		}
+	}
+}
+
+// updateRaftVoterAt sends the controller listener at addr an UpdateRaftVoter
+// for node 99, a voter of no quorum, in epoch, and returns the answer's code.
+func updateRaftVoterAt(ctx context.Context, addr string, epoch int32, opts ...kgo.Opt) (int16, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0)}, opts...)...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrUpdateRaftVoterRequest()
+	req.CurrentLeaderEpoch, req.VoterID, req.VoterDirectoryID = epoch, 99, [16]byte{99}
+	req.Listeners = []kmsg.UpdateRaftVoterRequestListener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 1}}
+	req.KRaftVersionFeature.MinSupportedVersion, req.KRaftVersionFeature.MaxSupportedVersion = 0, 1
+	resp, err := cl.Broker(math.MinInt32).Request(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	return resp.(*kmsg.UpdateRaftVoterResponse).ErrorCode, nil
 }
 
 // describeQuorumAt sends DescribeQuorum to the controller listener at addr as

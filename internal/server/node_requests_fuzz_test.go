@@ -54,8 +54,8 @@ var nodeListenerNames = [nodeListeners]string{"Kafka listener", "controller list
 // the nodes' own ids, epochs and data directories. It fails on a panic in a
 // node's log, a connection closed without an answer, no answer within 10 s, a
 // listener that does not answer DescribeQuorum after it, or a node that does
-// not close without error within 20 s. ControlledShutdown, Vote, BeginQuorumEpoch,
-// EndQuorumEpoch and UpdateRaftVoter are served by no listener (their
+// not close without error within 20 s. ControlledShutdown, Vote, BeginQuorumEpoch
+// and EndQuorumEpoch are served by no listener (their
 // connections close, as for any unknown API key): Strata's brokers shut down
 // through their heartbeats and its quorum is not KRaft.
 func FuzzNodeRequests(f *testing.F) {

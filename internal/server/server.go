@@ -265,6 +265,7 @@ func (n *Node) startController(ctx context.Context, fsys vfs.FS) error {
 	n.serveLink()
 	n.link = n.newLink(peers)
 	n.lc.onStop("controller link client", func(stopping) error { n.link.Close(); return nil })
+	n.lc.goContext("voter address update", n.maybeUpdateVoterAddress)
 	if !cfg.IsController() {
 		n.toController, n.voterLink = n.link, n.link
 		// A broker-only node receives the metadata log only once it is a member:

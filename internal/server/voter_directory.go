@@ -36,8 +36,11 @@ const refusalNote = time.Minute
 type voterRefusals struct {
 	log  *slog.Logger
 	self controllerlink.VoterKey
-	mu   sync.Mutex
-	last map[controllerlink.VoterKey]time.Time
+	// raftAddr is this node's advertised controller address, which
+	// add-controller names.
+	raftAddr string
+	mu       sync.Mutex
+	last     map[controllerlink.VoterKey]time.Time
 }
 
 func (v *voterRefusals) refused(want controllerlink.VoterKey, remote net.Addr) {
@@ -61,8 +64,8 @@ func (v *voterRefusals) refused(want controllerlink.VoterKey, remote net.Addr) {
 		"(this data dir is empty or replaced, and the voter's Raft log and votes were lost with the old one). "+
 		"It refuses the quorum's Raft connections for that voter, so it neither votes nor counts towards a commit as it. "+
 		"To make this node a voter again, run `strata cluster remove-controller %[1]d` (removes the old incarnation; "+
-		"a broker stays an observer and this node then follows the metadata log), then `strata cluster add-controller %[1]d` "+
-		"once `kafka-metadata-quorum describe --replication` lists node %[1]d as an observer", want.NodeID),
+		"a broker stays an observer and this node then follows the metadata log), then `strata cluster add-controller %[1]d --controller-addr %[2]s` "+
+		"once `kafka-metadata-quorum describe --replication` lists node %[1]d as an observer", want.NodeID, v.raftAddr),
 		"node", want.NodeID, "voter_directory_id", metadata.UUID(want.DirectoryID),
 		"this_directory_id", metadata.UUID(v.self.DirectoryID), "from", remote.String())
 }

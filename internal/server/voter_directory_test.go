@@ -173,7 +173,7 @@ func TestWipedVoterIsNotTheOldVoter(t *testing.T) {
 	waitQuorum(t, cl, []int32{1, 2}, []int32{3}, map[int32]metadata.UUID{1: dirs[1], 2: dirs[2], 3: newDir})
 
 	// add-controller: a voter again, with its new directory.
-	add, err := admin.AddVoterRequest(ctx, cl, 3)
+	add, err := admin.AddVoterRequest(ctx, cl, 3, node3.raftAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

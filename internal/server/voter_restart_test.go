@@ -26,7 +26,7 @@ func TestPromotedBrokerOnlyRestartsAsActiveController(t *testing.T) {
 	}
 	ctx := context.Background()
 	cl, adm := c.client()
-	add, err := admin.AddVoterRequest(ctx, cl, 2)
+	add, err := admin.AddVoterRequest(ctx, cl, 2, c.raftAddrOf(2))
 	if err != nil {
 		t.Fatal(err)
 	}
