@@ -95,8 +95,8 @@ func (w timestampWindow) check(h batch.Header, records []byte) error {
 // bit, whatever the topic's timestamp type: only the broker stamps it (as
 // Kafka's LogValidator.validateTimestamp: "Producer should not set timestamp
 // type to LogAppendTime", INVALID_TIMESTAMP). Kafka names every record of the
-// batch in its record errors; this names the first, as the records of a
-// compressed batch are not read (the client fails the whole batch either way).
+// batch in its record errors; this names the first (the client fails the
+// whole batch either way).
 func refuseLogAppendTime(h batch.Header) error {
 	if !h.LogAppendTime() {
 		return nil
