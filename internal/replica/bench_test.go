@@ -48,7 +48,13 @@ import (
 //
 // The codec= sub-benchmarks are compressed batches of 64 records of 1 KiB
 // JSON-like values (jsonValues): 66 KB uncompressed, 31 KB with lz4, 19 KB
-// with zstd.
+// with zstd. When the partition began decompressing a compressed batch to
+// walk its records (2-core machine at load average 9.5-11.5, 5 alternating
+// runs each, median ns/op, 0 allocs/op either way):
+//
+//	                               codec=lz4  codec=zstd
+//	before (header and CRC only)       4,596       2,994
+//	after (decompressed, walked)      50,442     106,828
 func BenchmarkLeaderAppend(b *testing.B) {
 	for _, size := range []struct{ n, value int }{{64, 1024}, {640, 100}} {
 		b.Run(fmt.Sprintf("value=%d", size.value), func(b *testing.B) {
