@@ -20,6 +20,11 @@ var (
 	// running past the record, bytes left inside it). Kafka: "Found invalid
 	// record structure" / "Invalid record size".
 	ErrRecordStructure = classed(ErrInvalid, "batch: invalid record structure")
+	// ErrDecompressedTooLarge: a compressed batch's records decompress to
+	// more than decompressedLimit allows; decompression stops there. Kafka
+	// refuses a record over max.decompressed.message.bytes with
+	// InvalidRecordException.
+	ErrDecompressedTooLarge = classed(ErrInvalid, "batch: records decompress past the limit")
 )
 
 // ErrDecompress: a compressed batch's records do not decompress. It is of

@@ -10,12 +10,15 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
@@ -663,6 +666,34 @@ func TestProduceCompressedRecordsMustParse(t *testing.T) {
 		if sp := produceOne(t, h, "plain", batchtest.WithRecords(plain, codec, zip(body), 3)); sp.ErrorCode != 0 {
 			t.Errorf("codec %d: a well-formed batch: %v", codec, kerr.ErrorForCode(sp.ErrorCode))
 		}
+	}
+}
+
+// TestProduceDecompressionBomb: a small compressed batch whose records
+// inflate past the limit on a batch's decompressed records (64 MiB here: 128
+// gzip members of 1 MiB of zeros, 130 KB compressed) is answered
+// INVALID_RECORD, the message naming the limit, and nothing is appended.
+// (Every codec, and the memory it takes: internal/batch
+// TestDecompressionBomb.)
+func TestProduceDecompressionBomb(t *testing.T) {
+	h, m := newProduceRulesHandlers(t)
+	p, err := m.Partition("plain", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli()})
+	bomb := bytes.Repeat(batchtest.Compress(1, make([]byte, 1<<20)), 128)
+	sp := produceOne(t, h, "plain", batchtest.WithRecords(plain, 1, bomb, 1))
+	limit := strconv.Itoa(batch.MinDecompressedLimit)
+	var msg string
+	if sp.ErrorMessage != nil {
+		msg = *sp.ErrorMessage
+	}
+	if sp.ErrorCode != kerr.InvalidRecord.Code || !strings.Contains(msg, limit) {
+		t.Errorf("error %v (%q), want INVALID_RECORD naming the limit %s", kerr.ErrorForCode(sp.ErrorCode), msg, limit)
+	}
+	if p.LogEndOffset() != 0 {
+		t.Errorf("the batch was appended (log end %d)", p.LogEndOffset())
 	}
 }
 
