@@ -55,6 +55,13 @@ import (
 //	                               codec=lz4  codec=zstd
 //	before (header and CRC only)       4,596       2,994
 //	after (decompressed, walked)      50,442     106,828
+//
+// When franz-go's decompressor gave way to Strata's bounded one (load average
+// 2.2-2.4, 5 alternating runs each, median ns/op, 0 allocs/op either way):
+//
+//	                               codec=lz4  codec=zstd
+//	franz-go's decoders               42,184     113,917
+//	Strata's, bounded                 43,306     111,227
 func BenchmarkLeaderAppend(b *testing.B) {
 	for _, size := range []struct{ n, value int }{{64, 1024}, {640, 100}} {
 		b.Run(fmt.Sprintf("value=%d", size.value), func(b *testing.B) {
