@@ -165,11 +165,11 @@ var xerialMagic = []byte{130, 83, 78, 65, 80, 80, 89, 0}
 const xerialHeaderSize = 16
 
 // snappy decodes a raw snappy block or xerial-framed blocks. Each block
-// declares its decoded length up front: the lengths are summed and bounded
-// before the buffer grows once to hold them.
+// declares its decoded length up front: the lengths are checked, summed and
+// bounded before the buffer grows once to hold them.
 func (r *RecordsBuffer) snappy(src []byte, limit int) ([]byte, error) {
 	if len(src) <= xerialHeaderSize || !bytes.HasPrefix(src, xerialMagic) {
-		n, err := s2.DecodedLen(src)
+		n, err := snappyLen(src)
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +189,7 @@ func (r *RecordsBuffer) snappy(src []byte, limit int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		n, err := s2.DecodedLen(block)
+		n, err := snappyLen(block)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +213,22 @@ func (r *RecordsBuffer) snappy(src []byte, limit int) ([]byte, error) {
 	return b, nil
 }
 
-var errXerialChunk = errors.New("malformed xerial snappy chunk")
+var (
+	errXerialChunk = errors.New("malformed xerial snappy chunk")
+	errSnappyLen   = errors.New("snappy block declares more than it can encode")
+)
+
+// snappyLen is the decoded length the raw snappy block b declares. No
+// snappy element writes more than 64 bytes for 3 (a copy with a 2-byte
+// offset), so a block declaring more than 64/3 times its size is corrupt:
+// refused before a buffer of that size is allocated.
+func snappyLen(b []byte) (int, error) {
+	n, err := s2.DecodedLen(b)
+	if err == nil && n > len(b)*64/3 {
+		return 0, errSnappyLen
+	}
+	return n, err
+}
 
 // xerialChunk splits the xerial chunks c into the first one's snappy block
 // and the chunks after it.

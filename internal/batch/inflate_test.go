@@ -65,8 +65,7 @@ func zstdStreamed(t testing.TB, p []byte) []byte {
 }
 
 // snappyClaiming is a raw snappy block whose header claims n decoded bytes,
-// and xerialClaiming the same block in Kafka's xerial framing: snappy
-// compresses at most about 21 times, so its bombs are lengths that lie.
+// and xerialClaiming the same block in Kafka's xerial framing.
 func snappyClaiming(n int) []byte {
 	return append(binary.AppendUvarint(nil, uint64(n)), 0, 0, 0, 0)
 }
@@ -79,7 +78,8 @@ func xerialClaiming(n int) []byte {
 
 // TestDecompressionBomb: a small batch whose records inflate to bombSize
 // (eight times the limit) is refused as ErrDecompressedTooLarge
-// (INVALID_RECORD), naming the limit, for every codec, and the leader
+// (INVALID_RECORD), naming the limit, for gzip, lz4 and zstd (snappy
+// cannot compress 64 times: TestSnappyLengthThatLies), and the leader
 // allocates a few times the limit at most (the buffer doubling up to it;
 // zstd decodes again into a doubled buffer, its decoder overshooting by a
 // quarter), not the bomb's size. Before the limit, these allocated 2-3 GiB.
@@ -92,8 +92,6 @@ func TestDecompressionBomb(t *testing.T) {
 		section []byte
 	}{
 		{"gzip", CodecGzip, concatenated(gzipped(t, mib), bombSize>>20)},
-		{"snappy", CodecSnappy, snappyClaiming(bombSize)},
-		{"snappy xerial", CodecSnappy, xerialClaiming(bombSize)},
 		{"lz4", CodecLZ4, concatenated(lz4ed(t, mib), bombSize>>20)},
 		{"zstd", CodecZstd, concatenated(zstdStreamed(t, mib), bombSize>>20)},
 	} {
@@ -171,6 +169,41 @@ func TestInflateLimit(t *testing.T) {
 			}
 			if _, err := r.inflate(tc.codec, garbage, len(p)); err == nil || errors.Is(err, ErrDecompressedTooLarge) {
 				t.Fatalf("garbage: err = %v, want one of the codec's", err)
+			}
+		})
+	}
+}
+
+// TestSnappyLengthThatLies: a snappy block declaring more than snappy can
+// encode in its bytes (64 for 3), above the limit or below it, raw or in
+// xerial framing, does not decompress (UNKNOWN_SERVER_ERROR, as Kafka's
+// codec stream throws) and nothing of the length it declares is allocated.
+func TestSnappyLengthThatLies(t *testing.T) {
+	b, _ := recordsOf(t, []Record{{Value: []byte("v")}})
+	for _, tc := range []struct {
+		name    string
+		section []byte
+	}{
+		{"above the limit", snappyClaiming(bombSize)},
+		{"below the limit", snappyClaiming(MinDecompressedLimit / 2)},
+		{"xerial, above the limit", xerialClaiming(bombSize)},
+		{"xerial, below the limit", xerialClaiming(MinDecompressedLimit / 2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			batch := withSection(b, CodecSnappy, tc.section, 1)
+			h, err := Validate(batch)
+			if err != nil {
+				t.Fatalf("header: %v", err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err = validateRecords(h, batch)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrDecompress) {
+				t.Errorf("err = %v, want %v", err, ErrDecompress)
+			}
+			if grown := after.TotalAlloc - before.TotalAlloc; grown > 1<<20 {
+				t.Errorf("%d bytes allocated for a %d-byte block", grown, len(tc.section))
 			}
 		})
 	}
