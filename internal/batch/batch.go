@@ -30,7 +30,8 @@
 // Errors come in two classes that callers map to Kafka error codes: ErrCorrupt
 // (CORRUPT_MESSAGE: the bytes are damaged or cut short) and ErrInvalid
 // (INVALID_RECORD: well-formed bytes that break a rule). Every specific error below
-// matches exactly one of them with errors.Is.
+// matches exactly one of them with errors.Is; ErrDecompress (records that do not
+// decompress, which Kafka answers UNKNOWN_SERVER_ERROR) matches neither.
 package batch
 
 import (
@@ -88,7 +89,7 @@ const (
 )
 
 // Errors returned by this package. The first two are classes; every other error wraps
-// exactly one of them, so callers can switch on the class and still log the detail.
+// exactly one of them (but ErrDecompress), so callers can switch on the class and still log the detail.
 // None is retriable: the same bytes fail the same way every time.
 var (
 	// ErrCorrupt: the bytes are damaged or incomplete (bad CRC, a length that does not

@@ -102,19 +102,21 @@ func checkBatch(t *testing.T, data []byte) {
 		}
 		if h.Codec() == CodecNone {
 			_, _, _, _ = FindTimestamp(&h, data[HeaderSize:], h.FirstTimestamp, h.BaseOffset)
-			// Records a produce takes are records every reader can decode.
-			err := ValidateRecords(h, data)
-			if err != nil && !errors.Is(err, ErrInvalid) {
-				t.Fatalf("ValidateRecords: unclassed error %v", err)
+		}
+		// Records a produce takes are records every reader can decode.
+		buf := GetRecordsBuffer()
+		defer buf.Release()
+		records, err := ValidateRecords(h, data, buf)
+		if err != nil && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrDecompress) {
+			t.Fatalf("ValidateRecords: unexpected error %v", err)
+		}
+		if err == nil {
+			if err := WalkRecords(records, h.NumRecords, func(RawRecord) error { return nil }); err != nil {
+				t.Fatalf("ValidateRecords took records WalkRecords refuses: %v", err)
 			}
-			if err == nil {
-				n := int32(0)
-				if err := Records(data, func(Header, Record) error { n++; return nil }); err != nil || n != h.NumRecords {
-					t.Fatalf("ValidateRecords took records Records reads as %d of %d (%v)", n, h.NumRecords, err)
-				}
-				if err := WalkRecords(data[HeaderSize:], h.NumRecords, func(RawRecord) error { return nil }); err != nil {
-					t.Fatalf("ValidateRecords took records WalkRecords refuses: %v", err)
-				}
+			n := int32(0)
+			if err := Records(data, func(Header, Record) error { n++; return nil }); err != nil || n != h.NumRecords {
+				t.Fatalf("ValidateRecords took records Records reads as %d of %d (%v)", n, h.NumRecords, err)
 			}
 		}
 	}

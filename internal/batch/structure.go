@@ -1,6 +1,9 @@
 package batch
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors of ValidateRecords, all of class ErrInvalid (Kafka's record iterator
 // throws InvalidRecordException for each, and the produce is answered
@@ -17,50 +20,70 @@ var (
 	// running past the record, bytes left inside it). Kafka: "Found invalid
 	// record structure" / "Invalid record size".
 	ErrRecordStructure = classed(ErrInvalid, "batch: invalid record structure")
+	// ErrDecompressedTooLarge: a compressed batch's records decompress to
+	// more than decompressedLimit allows; decompression stops there. Kafka
+	// refuses a record over max.decompressed.message.bytes with
+	// InvalidRecordException.
+	ErrDecompressedTooLarge = classed(ErrInvalid, "batch: records decompress past the limit")
 )
 
-// ValidateRecords checks that the records of the uncompressed batch b (header
-// h, as Validate returned them) are exactly h.NumRecords well-formed records
-// filling the rest of the batch, as Kafka's record iterator reads them when
-// its LogValidator walks a produced batch. Each record is varint length, then
-// within that length int8 attributes, varlong timestampDelta, varint
-// offsetDelta (>= 0), varint key length (-1: null) and key, varint value length (-1:
-// null) and value, varint header count (>= 0) and per header varint key length
-// (>= 0), key, varint value length (-1: null) and value; the fields must use
-// up the length exactly. Varints are Kafka's: at most 5 bytes for an int32,
-// 10 for a long.
+// ErrDecompress: a compressed batch's records do not decompress. It is of
+// neither class: Kafka's decompressing stream throws a plain KafkaException,
+// which its produce path answers UNKNOWN_SERVER_ERROR.
+var ErrDecompress = errors.New("batch: records do not decompress")
+
+// ValidateRecords checks that the records of batch b (header h, as Validate
+// returned them) are exactly h.NumRecords well-formed records filling the
+// rest of the batch, as Kafka's record iterator reads them when its
+// LogValidator walks a produced batch. The records of a compressed batch are
+// decompressed into buf first (Kafka's LogValidator decompresses every
+// produced batch) and must fill the decompressed bytes so. Each record is
+// varint length, then within that length int8 attributes, varlong
+// timestampDelta, varint offsetDelta (>= 0), varint key length (-1: null)
+// and key, varint value length (-1: null) and value, varint header count
+// (>= 0) and per header varint key length (>= 0), key, varint value length
+// (-1: null) and value; the fields must use up the length exactly. Varints
+// are Kafka's: at most 5 bytes for an int32, 10 for a long.
 //
-// A compressed batch is not checked (nil): its records would have to be
-// decompressed first, which the produce path does not do (docs/protocol.md).
-//
-// ValidateRecords neither allocates nor copies, except for the error it
+// It returns the batch's record section for further checks: b's own bytes,
+// or the decompressed records in buf, valid until buf is used again or
+// released. The walk neither allocates nor copies, except for the error it
 // returns; errors wrap ErrRecordsShort, ErrRecordsTrailing or
-// ErrRecordStructure and name the record's index in the batch.
-func ValidateRecords(h Header, b []byte) error {
-	if h.Codec() != CodecNone {
-		return nil
+// ErrRecordStructure and name the record's index in the batch, or wrap
+// ErrDecompress.
+func ValidateRecords(h Header, b []byte, buf *RecordsBuffer) ([]byte, error) {
+	records, err := buf.section(h, b)
+	if err != nil {
+		return nil, err
 	}
-	rest := b[HeaderSize:]
-	for i := range h.NumRecords {
-		length, n := sizeAt(rest, 0)
+	if err := checkRecords(h.NumRecords, records); err != nil {
+		return nil, err
+	}
+	return records, nil
+}
+
+// checkRecords is ValidateRecords' walk of the n records of a record section.
+func checkRecords(n int32, rest []byte) error {
+	for i := range n {
+		length, k := sizeAt(rest, 0)
 		switch {
-		case n < 0:
+		case k < 0:
 			if len(rest) == 0 {
-				return fmt.Errorf("%w: %d records held, %d declared", ErrRecordsShort, i, h.NumRecords)
+				return fmt.Errorf("%w: %d records held, %d declared", ErrRecordsShort, i, n)
 			}
 			return fmt.Errorf("%w: record %d: bad length varint", ErrRecordStructure, i)
 		case length < 0:
 			return fmt.Errorf("%w: record %d: negative length %d", ErrRecordStructure, i, length)
-		case length > len(rest)-n:
-			return fmt.Errorf("%w: record %d of %d bytes, %d left in the batch", ErrRecordsShort, i, length, len(rest)-n)
+		case length > len(rest)-k:
+			return fmt.Errorf("%w: record %d of %d bytes, %d left in the batch", ErrRecordsShort, i, length, len(rest)-k)
 		}
-		if !recordFits(rest[n : n+length]) {
+		if !recordFits(rest[k : k+length]) {
 			return fmt.Errorf("%w: record %d", ErrRecordStructure, i)
 		}
-		rest = rest[n+length:]
+		rest = rest[k+length:]
 	}
 	if len(rest) != 0 {
-		return fmt.Errorf("%w: %d bytes after record %d", ErrRecordsTrailing, len(rest), h.NumRecords-1)
+		return fmt.Errorf("%w: %d bytes after record %d", ErrRecordsTrailing, len(rest), n-1)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,7 +28,14 @@ func recordsOf(t *testing.T, recs []Record) ([]byte, Header) {
 // withRecords returns b (one batch) with its records replaced by body and its
 // record count set to n, batch length and CRC fixed: only the records are wrong.
 func withRecords(b []byte, body []byte, n int32) []byte {
-	c := append(append([]byte(nil), b[:HeaderSize]...), body...)
+	return withSection(b, CodecNone, body, n)
+}
+
+// withSection is withRecords for a section of records compressed with codec
+// (codec's attribute bits set, section taken as it is).
+func withSection(b []byte, codec Codec, section []byte, n int32) []byte {
+	c := append(append([]byte(nil), b[:HeaderSize]...), section...)
+	binary.BigEndian.PutUint16(c[offAttributes:], binary.BigEndian.Uint16(c[offAttributes:])&^codecMask|uint16(codec))
 	binary.BigEndian.PutUint32(c[offLength:], uint32(len(c)-LengthPrefix))
 	binary.BigEndian.PutUint32(c[offLastOffsetDelta:], uint32(n-1))
 	binary.BigEndian.PutUint32(c[offNumRecords:], uint32(n))
@@ -35,12 +43,20 @@ func withRecords(b []byte, body []byte, n int32) []byte {
 	return c
 }
 
+// validateRecords is ValidateRecords with a buffer of its own.
+func validateRecords(h Header, b []byte) error {
+	buf := GetRecordsBuffer()
+	defer buf.Release()
+	_, err := ValidateRecords(h, b, buf)
+	return err
+}
+
 // TestValidateRecords: ValidateRecords takes the records Kafka's record
 // iterator reads (exactly numRecords of them, each field inside its record's
 // length, nothing left over) and refuses, as ErrInvalid (INVALID_RECORD), a
 // batch with fewer records than its count, bytes after its last record, a
 // record whose length points past the batch or whose fields do not fill its
-// length exactly. A compressed batch is not checked.
+// length exactly.
 func TestValidateRecords(t *testing.T) {
 	good := []Record{
 		{Key: []byte("k"), Value: []byte("v"), Headers: []kmsg.Header{{Key: "h", Value: []byte("x")}, {Key: "n"}}},
@@ -48,7 +64,7 @@ func TestValidateRecords(t *testing.T) {
 		{Key: []byte{}, Value: make([]byte, 300), TimestampDelta: 1 << 40},
 	}
 	b, h := recordsOf(t, good)
-	if err := ValidateRecords(h, b); err != nil {
+	if err := validateRecords(h, b); err != nil {
 		t.Fatalf("well-formed batch: %v", err)
 	}
 	body := b[HeaderSize:]
@@ -83,25 +99,69 @@ func TestValidateRecords(t *testing.T) {
 			if err != nil {
 				t.Fatalf("header: %v", err)
 			}
-			err = ValidateRecords(h, tc.b)
+			err = validateRecords(h, tc.b)
 			if !errors.Is(err, tc.want) || !errors.Is(err, ErrInvalid) {
 				t.Fatalf("err = %v, want %v (INVALID_RECORD)", err, tc.want)
 			}
 		})
 	}
+}
 
-	t.Run("compressed batches are not checked", func(t *testing.T) {
-		c := withRecords(b, body, 4)
-		binary.BigEndian.PutUint16(c[offAttributes:], uint16(CodecLZ4))
-		binary.BigEndian.PutUint32(c[offCRC:], Checksum(c))
-		h, err := Validate(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ValidateRecords(h, c); err != nil {
-			t.Fatalf("err = %v", err)
-		}
+// TestValidateCompressedRecords: the records of a compressed batch are
+// decompressed and walked as an uncompressed batch's are, for every codec,
+// as Kafka's LogValidator reads them through its decompressing record
+// iterator: a count above or below the records held, bytes after the last
+// record and a broken record are INVALID_RECORD (InvalidRecordException);
+// records that do not decompress are ErrDecompress (a KafkaException, which
+// Kafka answers UNKNOWN_SERVER_ERROR).
+func TestValidateCompressedRecords(t *testing.T) {
+	b, _ := recordsOf(t, []Record{
+		{Key: []byte("k"), Value: []byte("v"), Headers: []kmsg.Header{{Key: "h", Value: []byte("x")}}},
+		{Value: bytes.Repeat([]byte("value "), 200), TimestampDelta: 3},
+		{Key: []byte("k2")},
 	})
+	body := b[HeaderSize:]
+	// attributes, ts 0, offset 0, key null, value null, header count -1:
+	// Kafka's "Found invalid number of record headers -1"
+	broken := []byte{0x0c, 0, 0, 0, 0x01, 0x01, 0x01}
+	garbage := []byte("these bytes are no codec's output, only plain text.")
+	for _, codec := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		zip := func(p []byte) []byte {
+			c, err := compress(p, codec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		for _, tc := range []struct {
+			name string
+			b    []byte
+			want error // nil: taken
+		}{
+			{"well formed", withSection(b, codec, zip(body), 3), nil},
+			{"count above the records held", withSection(b, codec, zip(body), 4), ErrRecordsShort},
+			{"count below the records held", withSection(b, codec, zip(body), 2), ErrRecordsTrailing},
+			{"bytes after the last record", withSection(b, codec, zip(append(bytes.Clone(body), 0, 0, 0)), 3), ErrRecordsTrailing},
+			{"broken record", withSection(b, codec, zip(broken), 1), ErrRecordStructure},
+			{"records that do not decompress", withSection(b, codec, garbage, 3), ErrDecompress},
+		} {
+			t.Run(fmt.Sprintf("codec=%d/%s", codec, tc.name), func(t *testing.T) {
+				h, err := Validate(tc.b)
+				if err != nil {
+					t.Fatalf("header: %v", err)
+				}
+				err = validateRecords(h, tc.b)
+				switch {
+				case tc.want == nil && err != nil:
+					t.Fatalf("err = %v, want nil", err)
+				case tc.want != nil && !errors.Is(err, tc.want):
+					t.Fatalf("err = %v, want %v", err, tc.want)
+				case tc.want == ErrDecompress && (errors.Is(err, ErrInvalid) || errors.Is(err, ErrCorrupt)):
+					t.Fatalf("err = %v: of a class, want UNKNOWN_SERVER_ERROR's", err)
+				}
+			})
+		}
+	}
 }
 
 // TestValidateRecordsVarints: varints are read as Kafka reads them, an int32
@@ -135,19 +195,32 @@ func TestValidateRecordsVarints(t *testing.T) {
 }
 
 // TestValidateRecordsZeroAllocs: the produce path's record walk does not
-// allocate for a well-formed batch.
+// allocate for a well-formed batch, and a compressed batch's decompression,
+// with a pooled buffer and decoders, does not either once they are warm.
 func TestValidateRecordsZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers at random")
+	}
 	recs := make([]Record, 100)
 	for i := range recs {
-		recs[i] = Record{Key: []byte("key"), Value: make([]byte, 100), Headers: []kmsg.Header{{Key: "h", Value: []byte("v")}}}
+		recs[i] = Record{Key: []byte("key"), Value: fmt.Appendf(nil, "value %d %0100d", i, i), Headers: []kmsg.Header{{Key: "h", Value: []byte("v")}}}
 	}
-	b, h := recordsOf(t, recs)
-	if allocs := testing.AllocsPerRun(100, func() {
-		if err := ValidateRecords(h, b); err != nil {
-			panic(err)
+	for _, codec := range []Codec{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		b, err := Build(BuildOptions{Codec: codec}, recs)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}); allocs != 0 {
-		t.Fatalf("ValidateRecords allocates %.1f times per batch", allocs)
+		h, err := Validate(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if allocs := testing.AllocsPerRun(100, func() {
+			if err := validateRecords(h, b); err != nil {
+				panic(err)
+			}
+		}); allocs != 0 {
+			t.Errorf("codec %d: ValidateRecords allocates %.1f times per batch", codec, allocs)
+		}
 	}
 }
 
@@ -173,7 +246,7 @@ func BenchmarkValidateRecords(b *testing.B) {
 			b.SetBytes(int64(len(batch)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := ValidateRecords(h, batch); err != nil {
+				if err := validateRecords(h, batch); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -36,6 +36,9 @@ var errorCodes = []struct {
 	{replica.ErrOffsetNotAvailable, kerr.OffsetNotAvailable},
 	{batch.ErrCorrupt, kerr.CorruptMessage},
 	{batch.ErrInvalid, kerr.InvalidRecord},
+	// Kafka's decompressing stream throws a KafkaException, which its
+	// produce path answers with the unknown error.
+	{batch.ErrDecompress, kerr.UnknownServerError},
 	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{storage.ErrEmptyAppend, kerr.InvalidRecord},
 	{storage.ErrBatchTooLarge, kerr.RecordListTooLarge},

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,12 +10,15 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/protocol"
@@ -612,6 +616,84 @@ func TestProduceRecordsMustParse(t *testing.T) {
 	}
 	if sp := produceOne(t, h, "plain", one()); sp.ErrorCode != 0 {
 		t.Errorf("a well-formed batch: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+}
+
+// TestProduceCompressedRecordsMustParse: a compressed batch's records are
+// decompressed and walked as Kafka's LogValidator walks them through its
+// decompressing record iterator, for every codec: a record count above or
+// below the records held, bytes after the last record and a broken record
+// (InvalidRecordException) are answered INVALID_RECORD; records that do not
+// decompress (a KafkaException from the codec's stream) UNKNOWN_SERVER_ERROR.
+// Nothing is appended. (The same cases per codec at the batch level:
+// internal/batch TestValidateCompressedRecords.)
+func TestProduceCompressedRecordsMustParse(t *testing.T) {
+	h, m := newProduceRulesHandlers(t)
+	p, err := m.Partition("plain", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: []batchtest.Record{
+		{Key: []byte("k"), Value: []byte("v")}, {Value: bytes.Repeat([]byte("value "), 100)}, {Key: []byte("k2"), TimestampDelta: 1},
+	}})
+	body := plain[61:]
+	// attributes, ts 0, offset 0, key null, value null, header count -1
+	broken := []byte{0x0c, 0, 0, 0, 0x01, 0x01, 0x01}
+	for _, codec := range []int8{1, 2, 3, 4} {
+		zip := func(b []byte) []byte { return batchtest.Compress(codec, b) }
+		for _, tc := range []struct {
+			name    string
+			records []byte
+			want    *kerr.Error
+		}{
+			{"record count above the records held", batchtest.WithRecords(plain, codec, zip(body), 4), kerr.InvalidRecord},
+			{"record count below the records held", batchtest.WithRecords(plain, codec, zip(body), 2), kerr.InvalidRecord},
+			{"bytes left after the last record", batchtest.WithRecords(plain, codec, zip(append(slices.Clone(body), 0, 0, 0)), 3), kerr.InvalidRecord},
+			{"a broken record", batchtest.WithRecords(plain, codec, zip(broken), 1), kerr.InvalidRecord},
+			{"records that do not decompress", batchtest.WithRecords(plain, codec, []byte("plain text, no codec's output"), 3), kerr.UnknownServerError},
+		} {
+			t.Run(fmt.Sprintf("codec=%d/%s", codec, tc.name), func(t *testing.T) {
+				before := p.LogEndOffset()
+				sp := produceOne(t, h, "plain", tc.records)
+				if sp.ErrorCode != tc.want.Code {
+					t.Errorf("error %v (offset %d), want %v as Kafka answers", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset, tc.want)
+				}
+				if after := p.LogEndOffset(); after != before {
+					t.Errorf("the log end moved from %d to %d: the batch was appended", before, after)
+				}
+			})
+		}
+		if sp := produceOne(t, h, "plain", batchtest.WithRecords(plain, codec, zip(body), 3)); sp.ErrorCode != 0 {
+			t.Errorf("codec %d: a well-formed batch: %v", codec, kerr.ErrorForCode(sp.ErrorCode))
+		}
+	}
+}
+
+// TestProduceDecompressionBomb: a small compressed batch whose records
+// inflate past the limit on a batch's decompressed records (64 MiB here: 128
+// gzip members of 1 MiB of zeros, 130 KB compressed) is answered
+// INVALID_RECORD, the message naming the limit, and nothing is appended.
+// (Every codec, and the memory it takes: internal/batch
+// TestDecompressionBomb.)
+func TestProduceDecompressionBomb(t *testing.T) {
+	h, m := newProduceRulesHandlers(t)
+	p, err := m.Partition("plain", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli()})
+	bomb := bytes.Repeat(batchtest.Compress(1, make([]byte, 1<<20)), 128)
+	sp := produceOne(t, h, "plain", batchtest.WithRecords(plain, 1, bomb, 1))
+	limit := strconv.Itoa(batch.MinDecompressedLimit)
+	var msg string
+	if sp.ErrorMessage != nil {
+		msg = *sp.ErrorMessage
+	}
+	if sp.ErrorCode != kerr.InvalidRecord.Code || !strings.Contains(msg, limit) {
+		t.Errorf("error %v (%q), want INVALID_RECORD naming the limit %s", kerr.ErrorForCode(sp.ErrorCode), msg, limit)
+	}
+	if p.LogEndOffset() != 0 {
+		t.Errorf("the batch was appended (log end %d)", p.LogEndOffset())
 	}
 }
 

@@ -559,6 +559,8 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 	var first batch.Header
 	n := 0
 	window := timestampWindowOf(cfg, time.Now().UnixMilli())
+	buf := batch.GetRecordsBuffer() // a compressed batch's records, decompressed once for every check
+	defer buf.Release()
 	it := batch.NewIter(records)
 	for ; it.Next(); n++ {
 		h := it.Header()
@@ -583,19 +585,20 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 		if h.Idempotent() && h.BaseSequence < 0 && !opts.Coordinator {
 			return AppendResult{}, fmt.Errorf("%w: invalid sequence number %d in a record batch with producer id %d", ErrInvalidRecord, h.BaseSequence, h.ProducerID)
 		}
-		// Kafka's LogValidator reads every record; an uncompressed batch's
-		// are walked in place (no copy, no allocation). A compressed one's
-		// are not decompressed (docs/protocol.md, Known differences).
-		if err := batch.ValidateRecords(h, it.Batch()); err != nil {
+		// Kafka's LogValidator reads every record, decompressing a
+		// compressed batch; the records are walked in place (an
+		// uncompressed batch's in the request, a compressed one's in buf).
+		recs, err := batch.ValidateRecords(h, it.Batch(), buf)
+		if err != nil {
 			return AppendResult{}, err
 		}
 		if cfg.CleanupPolicy&metadata.CleanupCompact != 0 {
-			if err := requireKeys(it.Batch()); err != nil {
+			if err := requireKeys(h, recs); err != nil {
 				return AppendResult{}, err
 			}
 		}
 		if !opts.Coordinator {
-			if err := window.check(h, it.Batch()); err != nil {
+			if err := window.check(h, recs); err != nil {
 				return AppendResult{}, err
 			}
 		}
@@ -1009,10 +1012,11 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64, error) {
 	return e, end, nil
 }
 
-// requireKeys refuses a batch with a record without a key: a compacted topic keeps
-// the latest record per key and has nothing to keep a keyless record by.
-func requireKeys(b []byte) error {
-	return batch.Records(b, func(_ batch.Header, r batch.Record) error {
+// requireKeys refuses a batch (header h, its validated record section
+// records) with a record without a key: a compacted topic keeps the latest
+// record per key and has nothing to keep a keyless record by.
+func requireKeys(h batch.Header, records []byte) error {
+	return batch.WalkRecords(records, h.NumRecords, func(r batch.RawRecord) error {
 		if r.Key == nil {
 			return fmt.Errorf("%w: a compacted topic needs a key on every record", ErrInvalidRecord)
 		}

@@ -56,19 +56,20 @@ func (w timestampWindow) outside(t int64) bool {
 	return t != -1 && (diff > w.before || -diff > w.after)
 }
 
-// check refuses the validated batch b (header h) when one of its records is
-// outside the window. Kafka checks every record. The header decides without
-// reading records when the lower bound cannot refuse anything (before is
-// unbounded, the default) and the max timestamp is inside the upper bound:
-// no record is later than the batch's max timestamp. Otherwise every record's
-// timestamp is read, decompressing a compressed batch.
-func (w timestampWindow) check(h batch.Header, b []byte) error {
+// check refuses the batch with header h and validated record section records
+// (decompressed: batch.ValidateRecords) when one of its records is outside
+// the window. Kafka checks every record. The header decides without reading
+// records when the lower bound cannot refuse anything (before is unbounded,
+// the default) and the max timestamp is inside the upper bound: no record is
+// later than the batch's max timestamp. Otherwise every record's timestamp
+// is read.
+func (w timestampWindow) check(h batch.Header, records []byte) error {
 	if w.off || w.before == math.MaxInt64 && !w.outside(h.MaxTimestamp) {
 		return nil
 	}
 	var refused []RecordError
 	i := int32(0)
-	err := batch.Records(b, func(h batch.Header, r batch.Record) error {
+	err := batch.WalkRecords(records, h.NumRecords, func(r batch.RawRecord) error {
 		t := h.FirstTimestamp + r.TimestampDelta
 		if h.LogAppendTime() {
 			t = h.MaxTimestamp // every record of a LogAppendTime batch has it
@@ -94,8 +95,8 @@ func (w timestampWindow) check(h batch.Header, b []byte) error {
 // bit, whatever the topic's timestamp type: only the broker stamps it (as
 // Kafka's LogValidator.validateTimestamp: "Producer should not set timestamp
 // type to LogAppendTime", INVALID_TIMESTAMP). Kafka names every record of the
-// batch in its record errors; this names the first, as the records of a
-// compressed batch are not read (the client fails the whole batch either way).
+// batch in its record errors; this names the first (the client fails the
+// whole batch either way).
 func refuseLogAppendTime(h batch.Header) error {
 	if !h.LogAppendTime() {
 		return nil

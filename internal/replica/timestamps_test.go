@@ -60,7 +60,13 @@ func TestTimestampWindow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = timestampWindowOf(&tc.cfg, now).check(h, tc.batch)
+			buf := batch.GetRecordsBuffer()
+			defer buf.Release()
+			records, err := batch.ValidateRecords(h, tc.batch, buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = timestampWindowOf(&tc.cfg, now).check(h, records)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

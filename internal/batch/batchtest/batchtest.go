@@ -6,7 +6,10 @@ package batchtest
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-stream/strata/internal/batch"
 )
@@ -72,4 +75,30 @@ func Values(n, size int) []Record {
 		rs[i] = Record{TimestampDelta: int64(i), Value: v}
 	}
 	return rs
+}
+
+// WithRecords returns a copy of the one batch b with its record section
+// replaced by section, its codec bits set to codec (section is taken as it
+// is: see Compress) and its record count set to n, batch length, last offset
+// delta and CRC fixed: a batch whose only fault can be its records.
+func WithRecords(b []byte, codec int8, section []byte, n int32) []byte {
+	c := append(b[:batch.HeaderSize:batch.HeaderSize], section...)
+	binary.BigEndian.PutUint32(c[8:], uint32(len(c)-batch.LengthPrefix))
+	binary.BigEndian.PutUint16(c[21:], binary.BigEndian.Uint16(c[21:])&^7|uint16(codec))
+	binary.BigEndian.PutUint32(c[23:], uint32(n-1))
+	binary.BigEndian.PutUint32(c[57:], uint32(n))
+	binary.BigEndian.PutUint32(c[17:], crc32.Checksum(c[21:], castagnoli))
+	return c
+}
+
+// Compress compresses p with codec (1 gzip, 2 snappy, 3 lz4, 4 zstd) as a
+// client compresses a batch's records; it panics on another codec.
+func Compress(codec int8, p []byte) []byte {
+	codecs := []kgo.CompressionCodec{1: kgo.GzipCompression(), 2: kgo.SnappyCompression(), 3: kgo.Lz4Compression(), 4: kgo.ZstdCompression()}
+	c, err := kgo.DefaultCompressor(codecs[codec])
+	if err != nil || codec < 1 {
+		panic(fmt.Sprintf("batchtest: codec %d: %v", codec, err))
+	}
+	out, _ := c.Compress(new(bytes.Buffer), p)
+	return bytes.Clone(out)
 }

@@ -1,0 +1,210 @@
+package batch
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"runtime"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// bombSize is what TestDecompressionBomb's batches inflate to: eight times
+// the limit on them.
+const bombSize = 8 * MinDecompressedLimit
+
+// concatenated returns n copies of the compressed stream c: gzip members, lz4
+// and zstd frames that their readers read on as one stream.
+func concatenated(c []byte, n int) []byte { return bytes.Repeat(c, n) }
+
+// gzipped, lz4ed and zstdStreamed compress p with one stream each (zstd's
+// frame does not declare its size, as a streaming producer's does not).
+func gzipped(t testing.TB, p []byte) []byte {
+	var b bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	if _, err := w.Write(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func lz4ed(t testing.TB, p []byte) []byte {
+	var b bytes.Buffer
+	w := lz4.NewWriter(&b)
+	if _, err := w.Write(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func zstdStreamed(t testing.TB, p []byte) []byte {
+	var b bytes.Buffer
+	w, err := zstd.NewWriter(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// snappyClaiming is a raw snappy block whose header claims n decoded bytes,
+// and xerialClaiming the same block in Kafka's xerial framing.
+func snappyClaiming(n int) []byte {
+	return append(binary.AppendUvarint(nil, uint64(n)), 0, 0, 0, 0)
+}
+
+func xerialClaiming(n int) []byte {
+	block := snappyClaiming(n)
+	x := []byte{130, 83, 78, 65, 80, 80, 89, 0, 0, 0, 0, 1, 0, 0, 0, 1}
+	return append(binary.BigEndian.AppendUint32(x, uint32(len(block))), block...)
+}
+
+// TestDecompressionBomb: a small batch whose records inflate to bombSize
+// (eight times the limit) is refused as ErrDecompressedTooLarge
+// (INVALID_RECORD), naming the limit, for gzip, lz4 and zstd (snappy
+// cannot compress 64 times: TestSnappyLengthThatLies), and the leader
+// allocates a few times the limit at most (the buffer doubling up to it;
+// zstd decodes again into a doubled buffer, its decoder overshooting by a
+// quarter), not the bomb's size. Before the limit, these allocated 2-3 GiB.
+func TestDecompressionBomb(t *testing.T) {
+	mib := make([]byte, 1<<20)
+	b, _ := recordsOf(t, []Record{{Value: []byte("v")}})
+	for _, tc := range []struct {
+		name    string
+		codec   Codec
+		section []byte
+	}{
+		{"gzip", CodecGzip, concatenated(gzipped(t, mib), bombSize>>20)},
+		{"lz4", CodecLZ4, concatenated(lz4ed(t, mib), bombSize>>20)},
+		{"zstd", CodecZstd, concatenated(zstdStreamed(t, mib), bombSize>>20)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bomb := withSection(b, tc.codec, tc.section, 1)
+			h, err := Validate(bomb)
+			if err != nil {
+				t.Fatalf("header: %v", err)
+			}
+			limit := decompressedLimit(len(tc.section))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err = validateRecords(h, bomb)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrDecompressedTooLarge) || !errors.Is(err, ErrInvalid) {
+				t.Errorf("%d compressed bytes: err = %v, want %v (INVALID_RECORD)", len(tc.section), err, ErrDecompressedTooLarge)
+			} else if !bytes.Contains([]byte(err.Error()), []byte(strconv.Itoa(limit))) {
+				t.Errorf("err = %v: does not name the limit %d", err, limit)
+			}
+			if grown := after.TotalAlloc - before.TotalAlloc; grown > 5*uint64(limit) {
+				t.Errorf("%d bytes allocated for %d compressed bytes inflating to %d, limit %d", grown, len(tc.section), bombSize, limit)
+			}
+		})
+	}
+}
+
+// xerialed frames p as Kafka's Java producer does: the xerial header, then
+// 32 KiB chunks, each a big-endian length and a raw snappy block.
+func xerialed(p []byte) []byte {
+	x := []byte{130, 83, 78, 65, 80, 80, 89, 0, 0, 0, 0, 1, 0, 0, 0, 1}
+	for c := range slices.Chunk(p, 32<<10) {
+		block := s2.EncodeSnappy(nil, c)
+		x = append(binary.BigEndian.AppendUint32(x, uint32(len(block))), block...)
+	}
+	return x
+}
+
+// TestInflateLimit: records that decompress to exactly the limit are taken
+// and one byte more is ErrDecompressedTooLarge, for every codec and framing,
+// from an empty buffer that grows (zstd decoding again) and from a buffer
+// already grown; bytes no codec wrote do not decompress.
+func TestInflateLimit(t *testing.T) {
+	p := make([]byte, 300<<10)
+	for i := range p {
+		p[i] = byte(i * i >> 7)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := []byte("these bytes are no codec's output, only plain text.")
+	for _, tc := range []struct {
+		name  string
+		codec Codec
+		src   []byte
+	}{
+		{"gzip", CodecGzip, gzipped(t, p)},
+		{"gzip members", CodecGzip, append(gzipped(t, p[:len(p)/2]), gzipped(t, p[len(p)/2:])...)},
+		{"snappy", CodecSnappy, s2.EncodeSnappy(nil, p)},
+		{"snappy xerial", CodecSnappy, xerialed(p)},
+		{"lz4", CodecLZ4, lz4ed(t, p)},
+		{"zstd", CodecZstd, zstdStreamed(t, p)},
+		{"zstd declared size", CodecZstd, enc.EncodeAll(p, nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r RecordsBuffer
+			for _, warm := range []string{"empty buffer", "grown buffer"} {
+				out, err := r.inflate(tc.codec, tc.src, len(p))
+				if err != nil || !bytes.Equal(out, p) {
+					t.Fatalf("%s, limit the records' size: %d bytes, err %v", warm, len(out), err)
+				}
+				if _, err := r.inflate(tc.codec, tc.src, len(p)-1); !errors.Is(err, ErrDecompressedTooLarge) {
+					t.Fatalf("%s, limit a byte short: err = %v, want %v", warm, err, ErrDecompressedTooLarge)
+				}
+			}
+			if _, err := r.inflate(tc.codec, garbage, len(p)); err == nil || errors.Is(err, ErrDecompressedTooLarge) {
+				t.Fatalf("garbage: err = %v, want one of the codec's", err)
+			}
+		})
+	}
+}
+
+// TestSnappyLengthThatLies: a snappy block declaring more than snappy can
+// encode in its bytes (64 for 3), above the limit or below it, raw or in
+// xerial framing, does not decompress (UNKNOWN_SERVER_ERROR, as Kafka's
+// codec stream throws) and nothing of the length it declares is allocated.
+func TestSnappyLengthThatLies(t *testing.T) {
+	b, _ := recordsOf(t, []Record{{Value: []byte("v")}})
+	for _, tc := range []struct {
+		name    string
+		section []byte
+	}{
+		{"above the limit", snappyClaiming(bombSize)},
+		{"below the limit", snappyClaiming(MinDecompressedLimit / 2)},
+		{"xerial, above the limit", xerialClaiming(bombSize)},
+		{"xerial, below the limit", xerialClaiming(MinDecompressedLimit / 2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			batch := withSection(b, CodecSnappy, tc.section, 1)
+			h, err := Validate(batch)
+			if err != nil {
+				t.Fatalf("header: %v", err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err = validateRecords(h, batch)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrDecompress) {
+				t.Errorf("err = %v, want %v", err, ErrDecompress)
+			}
+			if grown := after.TotalAlloc - before.TotalAlloc; grown > 1<<20 {
+				t.Errorf("%d bytes allocated for a %d-byte block", grown, len(tc.section))
+			}
+		})
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package batch
+
+// raceEnabled: the race detector makes sync.Pool drop items at random.
+const raceEnabled = false
