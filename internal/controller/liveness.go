@@ -19,7 +19,12 @@ import (
 // forgets every session and starts each registered broker's clock at that
 // moment, so a controller failover grants every broker a grace period of one
 // session timeout instead of fencing the brokers whose heartbeats went to the
-// previous controller.
+// previous controller. The end of a pause of this controller restarts every
+// broker's clock too (keeping the sessions): when nothing observed them for
+// more than half a session timeout (the supervisor observes every
+// probeInterval, every heartbeat observes), the controller was stalled (its
+// process starved, a GC or VM pause) and heard no heartbeat, through no fault
+// of the brokers, which it would otherwise fence all at once.
 //
 // Besides the session timeout, a broker's session ends early once its death
 // is proven: the link connection its heartbeats came on closed (or this
@@ -39,7 +44,9 @@ type liveness struct {
 		sync.Mutex
 		term        uint64
 		activeSince time.Time
-		sessions    map[int32]*session
+		// observed is the latest time observe was called with.
+		observed time.Time
+		sessions map[int32]*session
 	}
 }
 
@@ -94,14 +101,23 @@ func newLiveness(timeout time.Duration) *liveness {
 }
 
 // observe notes that this node acts as the active controller in term at now;
-// a new term starts afresh.
-func (l *liveness) observe(term uint64, now time.Time) {
+// a new term starts afresh, and the end of a pause (no observation for more
+// than half the session timeout) restarts every broker's clock and returns
+// how long the pause was (0 for none).
+func (l *liveness) observe(term uint64, now time.Time) (paused time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if term != l.mu.term {
+	switch {
+	case term != l.mu.term:
 		l.mu.term, l.mu.activeSince = term, now
 		clear(l.mu.sessions)
+	case now.Sub(l.mu.observed) > l.timeout/2:
+		l.mu.activeSince, paused = now, now.Sub(l.mu.observed)
 	}
+	if now.After(l.mu.observed) {
+		l.mu.observed = now
+	}
+	return paused
 }
 
 // sessionLocked returns the session of broker id's registration epoch,

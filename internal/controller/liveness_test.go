@@ -49,9 +49,46 @@ func TestLivenessExpiry(t *testing.T) {
 	if got := l.expired(img, at(time.Minute+timeout)); got != nil {
 		t.Errorf("expired right after a failover: %v", got)
 	}
-	l.observe(2, at(2*time.Minute)) // same term: no new grace
+	l.observe(2, at(time.Minute+timeout/2)) // same term, no pause: no new grace
 	if got := l.expired(img, at(time.Minute+timeout+1)); len(got) != 3 {
 		t.Errorf("expired after the grace period = %v, want 1, 2 and 4", got)
+	}
+}
+
+// TestLivenessPause: a controller that observed nothing for more than half a
+// session timeout was paused and heard no heartbeat, so every broker gets a
+// session timeout from the pause's end; observations closer together grant
+// nothing (TestControllerFailoverFencesNoHealthyBroker, internal/chaos: the
+// active controller's process stalled for about 2 s under load and then
+// fenced all three brokers, its own included).
+func TestLivenessPause(t *testing.T) {
+	const timeout = 2 * time.Second
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	img := clusterImage(t, 3)
+	l := newLiveness(timeout)
+	l.observe(1, t0)
+	for d := time.Duration(0); d <= timeout; d += timeout / 4 {
+		if paused := l.observe(1, at(d)); paused != 0 {
+			t.Fatalf("observe at t0+%v = %v, want no pause", d, paused)
+		}
+		l.touch(1, 1, at(d))
+		l.touch(2, 1, at(d))
+	}
+	l.observe(1, at(timeout+timeout/4))
+	if got := l.expired(img, at(timeout+timeout/4)); !slices.Equal(got, []int32{3}) {
+		t.Fatalf("expired = %v, want [3]: no pause, broker 3 silent for a session timeout", got)
+	}
+	// Paused for just over half a session timeout after the last heartbeats.
+	resumed := at(timeout + timeout/2 + timeout/4 + 1)
+	if paused := l.observe(1, resumed); paused != timeout/2+1 {
+		t.Errorf("observe after the pause = %v, want %v", paused, timeout/2+1)
+	}
+	if got := l.expired(img, resumed.Add(timeout)); len(got) != 0 {
+		t.Errorf("expired = %v within a session timeout of the pause's end", got)
+	}
+	if got := l.expired(img, resumed.Add(timeout+1)); !slices.Equal(got, []int32{1, 2, 3}) {
+		t.Errorf("expired = %v a session timeout after the pause, want every silent broker", got)
 	}
 }
 

@@ -16,7 +16,10 @@ const minSessionCheck = 10 * time.Millisecond
 // every broker's clock afresh). Call it as the leader: inside a plan, or
 // after IsLeader.
 func (c *Controller) sessions(now time.Time) *liveness {
-	c.live.observe(c.raft.CurrentTerm(), now)
+	if paused := c.live.observe(c.raft.CurrentTerm(), now); paused > 0 {
+		c.log.Warn("the active controller was paused and heard no heartbeat: every broker's session starts afresh",
+			"paused", paused.Round(time.Millisecond), "session_timeout", c.cfg.SessionTimeout)
+	}
 	return c.live
 }
 
