@@ -358,7 +358,7 @@ func TestAddVoterRecordsItsDirectory(t *testing.T) {
 // directory other than the one recorded for the voter. Before, a voter
 // restarted at another address stayed at its old one in the configuration.
 func TestUpdateVoter(t *testing.T) {
-	cl := newCluster(t, 3)
+	cl := newCluster(t, 3, func(cfg *Config) { cfg.Transport = unpipelined{cfg.Transport.(*raft.InmemTransport)} })
 	li := cl.leader()
 	l := cl.nodes[li]
 	vi := (li + 1) % 3
@@ -395,11 +395,25 @@ func TestUpdateVoter(t *testing.T) {
 		t.Fatalf("voters after refused updates: %+v (%v), want node %d still at %s", addrs, err, v, cl.addrs[vi])
 	}
 
-	// The voter now answers at moved only.
+	// The voter now answers at moved only, as a voter restarted at another
+	// address does: its old address is cut off once it holds the whole log,
+	// and a change is committed without it, so that no answer from the old
+	// address is in flight when the update lands. hashicorp/raft reads a
+	// follower's address without its lock when an answer with entries
+	// arrives or a pipelined send fails, and the update writes it under the
+	// lock; so the cluster replicates unpipelined (unpipelined), whose failed
+	// sends read the address under the lock.
+	wait.For(t, "the voter to hold the leader's whole log", func() bool {
+		return cl.nodes[vi].raft.LastIndex() == l.raft.LastIndex()
+	})
 	for j, tr := range cl.trans {
 		if j != vi {
+			tr.Disconnect(cl.addrs[vi])
 			tr.Connect(moved, cl.trans[vi])
 		}
+	}
+	if err := cl.register(8, 1); err != nil {
+		t.Fatal(err)
 	}
 	if err := l.UpdateVoter(ctxT(t), v, dir, string(moved), true); err != nil {
 		t.Fatalf("UpdateVoter(%d to %s): %v", v, moved, err)
@@ -407,15 +421,18 @@ func TestUpdateVoter(t *testing.T) {
 	if addrs, err := l.VoterAddrs(ctxT(t)); err != nil || addrs[vi].Addr != string(moved) {
 		t.Fatalf("voters after the update: %+v (%v), want node %d at %s", addrs, err, v, moved)
 	}
-	for j, tr := range cl.trans {
-		if j != vi {
-			tr.Disconnect(cl.addrs[vi])
-		}
-	}
 	if err := cl.register(7, 1); err != nil {
 		t.Fatal(err)
 	}
 	wait.For(t, "the moved voter to apply a change made after the move", func() bool {
 		return cl.nodes[vi].Image().Broker(7) != nil
 	})
+}
+
+// unpipelined is an in-memory transport that refuses AppendEntries
+// pipelines, so that a leader replicates with one request at a time.
+type unpipelined struct{ *raft.InmemTransport }
+
+func (unpipelined) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }
