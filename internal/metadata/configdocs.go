@@ -40,7 +40,7 @@ var configDocs = map[string]string{
 	"local.retention.ms":    "For a tiered topic, how long uploaded segments stay on local disk; -2 means retention.ms.",
 	"max.compaction.lag.ms": "The longest a record may stay uncompacted in a compacted topic.",
 	"max.decompressed.message.bytes": "The largest record, in bytes once its batch is decompressed, a producer may send " +
-		"to this topic." + notActedOn,
+		"to this topic in a compressed batch; a larger one is refused (INVALID_RECORD). The default sets no practical limit.",
 	"max.message.bytes": "The largest record batch, in bytes, a producer may send to this topic.",
 	"message.timestamp.after.max.ms": "How far, in milliseconds, a CreateTime timestamp may be ahead of the " +
 		"broker's clock; a produced record further ahead is refused (INVALID_TIMESTAMP).",
