@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -106,7 +107,7 @@ func checkBatch(t *testing.T, data []byte) {
 		// Records a produce takes are records every reader can decode.
 		buf := GetRecordsBuffer()
 		defer buf.Release()
-		records, err := ValidateRecords(h, data, buf)
+		records, err := ValidateRecords(h, data, buf, math.MaxInt32)
 		if err != nil && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrDecompress) {
 			t.Fatalf("ValidateRecords: unexpected error %v", err)
 		}

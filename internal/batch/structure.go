@@ -3,6 +3,7 @@ package batch
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Errors of ValidateRecords, all of class ErrInvalid (Kafka's record iterator
@@ -25,6 +26,10 @@ var (
 	// refuses a record over max.decompressed.message.bytes with
 	// InvalidRecordException.
 	ErrDecompressedTooLarge = classed(ErrInvalid, "batch: records decompress past the limit")
+	// ErrRecordTooLarge: a record of a compressed batch is larger, once
+	// decompressed, than ValidateRecords' maxRecordBody (the topic's
+	// max.decompressed.message.bytes). Kafka: "Invalid record size".
+	ErrRecordTooLarge = classed(ErrInvalid, "batch: decompressed record above the limit")
 )
 
 // ErrDecompress: a compressed batch's records do not decompress. It is of
@@ -51,19 +56,29 @@ var ErrDecompress = errors.New("batch: records do not decompress")
 // returns; errors wrap ErrRecordsShort, ErrRecordsTrailing or
 // ErrRecordStructure and name the record's index in the batch, or wrap
 // ErrDecompress.
-func ValidateRecords(h Header, b []byte, buf *RecordsBuffer) ([]byte, error) {
+//
+// A record of a compressed batch whose body (the value of its length varint)
+// is above maxRecordBody is refused with ErrRecordTooLarge, as Kafka's
+// decompressing iterator refuses one above max.decompressed.message.bytes; an
+// uncompressed batch's records are not held to it (Kafka reads them without
+// that iterator).
+func ValidateRecords(h Header, b []byte, buf *RecordsBuffer, maxRecordBody int) ([]byte, error) {
 	records, err := buf.section(h, b)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRecords(h.NumRecords, records); err != nil {
+	if h.Codec() == CodecNone {
+		maxRecordBody = math.MaxInt
+	}
+	if err := checkRecords(h.NumRecords, records, maxRecordBody); err != nil {
 		return nil, err
 	}
 	return records, nil
 }
 
-// checkRecords is ValidateRecords' walk of the n records of a record section.
-func checkRecords(n int32, rest []byte) error {
+// checkRecords is ValidateRecords' walk of the n records of a record section,
+// none of whose bodies may be above maxBody.
+func checkRecords(n int32, rest []byte, maxBody int) error {
 	for i := range n {
 		length, k := sizeAt(rest, 0)
 		switch {
@@ -74,6 +89,8 @@ func checkRecords(n int32, rest []byte) error {
 			return fmt.Errorf("%w: record %d: bad length varint", ErrRecordStructure, i)
 		case length < 0:
 			return fmt.Errorf("%w: record %d: negative length %d", ErrRecordStructure, i, length)
+		case length > maxBody:
+			return fmt.Errorf("%w: record %d of %d bytes, at most %d", ErrRecordTooLarge, i, length, maxBody)
 		case length > len(rest)-k:
 			return fmt.Errorf("%w: record %d of %d bytes, %d left in the batch", ErrRecordsShort, i, length, len(rest)-k)
 		}

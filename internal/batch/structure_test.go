@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -47,7 +48,7 @@ func withSection(b []byte, codec Codec, section []byte, n int32) []byte {
 func validateRecords(h Header, b []byte) error {
 	buf := GetRecordsBuffer()
 	defer buf.Release()
-	_, err := ValidateRecords(h, b, buf)
+	_, err := ValidateRecords(h, b, buf, math.MaxInt32)
 	return err
 }
 
@@ -104,6 +105,47 @@ func TestValidateRecords(t *testing.T) {
 				t.Fatalf("err = %v, want %v (INVALID_RECORD)", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestValidateRecordsMaxBody: a record of a compressed batch whose body
+// (its length varint's value) is above maxRecordBody is refused
+// ErrRecordTooLarge, INVALID_RECORD, as Kafka's decompressing record iterator
+// refuses one over max.decompressed.message.bytes; at the limit it passes,
+// and an uncompressed batch is never held to it (Kafka does not read one
+// through that iterator).
+func TestValidateRecordsMaxBody(t *testing.T) {
+	recs := []Record{{Value: make([]byte, 50)}, {Value: make([]byte, 500)}}
+	plain, _ := recordsOf(t, recs)
+	body, k := sizeAt(plain[HeaderSize:], 0) // the records' bodies
+	second, _ := sizeAt(plain[HeaderSize:], k+body)
+	for _, codec := range []Codec{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		b, err := Build(BuildOptions{Codec: codec}, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := Validate(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			max  int
+			fail bool
+		}{
+			{math.MaxInt32 - 8, false},
+			{second, false},
+			{second - 1, true},
+			{body, true},
+			{1, true},
+		} {
+			buf := GetRecordsBuffer()
+			_, err := ValidateRecords(h, b, buf, tc.max)
+			buf.Release()
+			want := tc.fail && codec != CodecNone
+			if want != (err != nil) || want && (!errors.Is(err, ErrRecordTooLarge) || !errors.Is(err, ErrInvalid)) {
+				t.Errorf("codec %d, max %d (bodies %d, %d): %v, want refused %v", codec, tc.max, body, second, err, want)
+			}
+		}
 	}
 }
 

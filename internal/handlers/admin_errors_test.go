@@ -670,6 +670,18 @@ func TestIncrementalAlterConfigsAsKafka(t *testing.T) {
 		{"segment.bytes below 1 MiB", topic, "t", set, "segment.bytes", str("1048575"), kerr.InvalidConfig}, // "Value must be at least 1048576"
 		{"segment.bytes at 1 MiB", topic, "t", set, "segment.bytes", str("1048576"), nil},
 		{"internal.segment.bytes", topic, "t", set, "internal.segment.bytes", str("4096"), nil},
+		// Kafka 4.4's keys that Strata lacked (kafka-configs --add-config
+		// compression.zstd.level=5), with Kafka's ranges.
+		{"compression.zstd.level", topic, "t", set, "compression.zstd.level", str("5"), nil},
+		{"compression.zstd.level above 22", topic, "t", set, "compression.zstd.level", str("23"), kerr.InvalidConfig},
+		{"compression.gzip.level 0", topic, "t", set, "compression.gzip.level", str("0"), kerr.InvalidConfig},
+		{"compression.lz4.level", topic, "t", set, "compression.lz4.level", str("17"), nil},
+		{"max.decompressed.message.bytes", topic, "t", set, "max.decompressed.message.bytes", str("1048576"), nil},
+		{"max.decompressed.message.bytes 0", topic, "t", set, "max.decompressed.message.bytes", str("0"), kerr.InvalidConfig},
+		{"remote.copy.lag.ms", topic, "t", set, "remote.copy.lag.ms", str("-1"), nil},
+		{"remote.copy.lag.bytes -2", topic, "t", set, "remote.copy.lag.bytes", str("-2"), kerr.InvalidConfig},
+		{"log.remote.copy.lag.bytes", broker, "", set, "log.remote.copy.lag.bytes", str("1048576"), nil},
+		{"broker compression.zstd.level", broker, "1", set, "compression.zstd.level", str("-131073"), kerr.InvalidRequest},
 		// Kafka takes unknown broker keys (num.io.threads, foo.bar.baz); Strata
 		// refuses them (docs/protocol.md says why) with Kafka's code for a
 		// refused broker key.

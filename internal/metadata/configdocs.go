@@ -12,6 +12,12 @@ var configDocs = map[string]string{
 	// Topic keys.
 	"cleanup.policy": "How old segments are removed: delete (by retention.ms and retention.bytes), " +
 		"compact (keep the last record of each key) or both, comma separated; empty for neither (the log is kept whole).",
+	"compression.gzip.level": "The gzip level (1 to 9, -1 for gzip's own default) a broker that recompresses batches " +
+		"to gzip would use. Strata stores batches as produced and never recompresses, so the level is only kept.",
+	"compression.lz4.level": "The lz4 level (1 to 17) a broker that recompresses batches to lz4 would use. " +
+		"Strata stores batches as produced and never recompresses, so the level is only kept.",
+	"compression.zstd.level": "The zstd level (-131072 to 22) a broker that recompresses batches to zstd would use. " +
+		"Strata stores batches as produced and never recompresses, so the level is only kept.",
 	"compression.type": "The compression a topic's batches are to be stored with; producer keeps the producer's." + notActedOn,
 	"delete.retention.ms": "How long a compacted topic keeps a tombstone (a record with a null value) " +
 		"after compaction reached it, so consumers still see the delete.",
@@ -33,7 +39,9 @@ var configDocs = map[string]string{
 		"uploaded; -2 means retention.bytes.",
 	"local.retention.ms":    "For a tiered topic, how long uploaded segments stay on local disk; -2 means retention.ms.",
 	"max.compaction.lag.ms": "The longest a record may stay uncompacted in a compacted topic.",
-	"max.message.bytes":     "The largest record batch, in bytes, a producer may send to this topic.",
+	"max.decompressed.message.bytes": "The largest record, in bytes once its batch is decompressed, a producer may send " +
+		"to this topic in a compressed batch; a larger one is refused (INVALID_RECORD). The default sets no practical limit.",
+	"max.message.bytes": "The largest record batch, in bytes, a producer may send to this topic.",
 	"message.timestamp.after.max.ms": "How far, in milliseconds, a CreateTime timestamp may be ahead of the " +
 		"broker's clock; a produced record further ahead is refused (INVALID_TIMESTAMP).",
 	"message.timestamp.before.max.ms": "How far, in milliseconds, a CreateTime timestamp may be behind the " +
@@ -48,6 +56,12 @@ var configDocs = map[string]string{
 		"or reuses a segment file retention released, so that appends overwrite blocks already on disk and " +
 		"their fsyncs skip the file system's journal commit; the zeros are written on top of the data. " +
 		"Applies to a partition's log when it is opened.",
+	"remote.copy.lag.bytes": "For a tiered topic, how many bytes of newer local data a sealed segment waits for before " +
+		"it may be uploaded (0 at once, -1 local.retention.bytes). Strata uploads every sealed segment on its next " +
+		"upload pass and does not read this value; a positive one must not exceed a bounded local retention.",
+	"remote.copy.lag.ms": "For a tiered topic, how long after its newest record a sealed segment waits before it may " +
+		"be uploaded (0 at once, -1 local.retention.ms). Strata uploads every sealed segment on its next upload pass " +
+		"and does not read this value; a positive one must not exceed a bounded local retention.",
 	"remote.log.copy.disable": "On a tiered topic, stops uploading segments; the remote part is still read " +
 		"and kept by retention.ms and retention.bytes (local retention must then equal them).",
 	"remote.log.delete.on.disable": "Must be true to turn remote.storage.enable off on a tiered topic: the " +

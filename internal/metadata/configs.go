@@ -93,8 +93,14 @@ const (
 // that broker's own broker configs, then the cluster-wide broker defaults,
 // then the built-in defaults.
 type TopicConfig struct {
-	CleanupPolicy         CleanupPolicy
+	CleanupPolicy CleanupPolicy
+	// CompressionGzipLevel, CompressionLz4Level and CompressionZstdLevel are
+	// the levels a broker that recompresses would use; Strata never
+	// recompresses (batches are stored as produced), so they are only kept.
+	CompressionGzipLevel  int32
+	CompressionLz4Level   int32
 	CompressionType       string
+	CompressionZstdLevel  int32
 	DeleteRetentionMs     int64
 	DeadLetterGroupEnable bool // errors.deadletterqueue.group.enable (KIP-1191)
 	FileDeleteDelayMs     int64
@@ -102,12 +108,15 @@ type TopicConfig struct {
 	FlushMs               int64
 	// FollowerThrottledReplicas and LeaderThrottledReplicas are the replicas
 	// the replication throttle applies to (KIP-73); nil lists none.
-	FollowerThrottledReplicas   *throttle.Replicas
-	IndexIntervalBytes          int32
-	LeaderThrottledReplicas     *throttle.Replicas
-	LocalRetentionBytes         int64
-	LocalRetentionMs            int64
-	MaxCompactionLagMs          int64
+	FollowerThrottledReplicas *throttle.Replicas
+	IndexIntervalBytes        int32
+	LeaderThrottledReplicas   *throttle.Replicas
+	LocalRetentionBytes       int64
+	LocalRetentionMs          int64
+	MaxCompactionLagMs        int64
+	// MaxDecompressedMessageBytes is the largest record, decompressed, a
+	// produce may carry.
+	MaxDecompressedMessageBytes int32
 	MaxMessageBytes             int32
 	MessageTimestampAfterMaxMs  int64
 	MessageTimestampBeforeMaxMs int64
@@ -122,9 +131,13 @@ type TopicConfig struct {
 	// storage off, deleting the remote part (KIP-950).
 	RemoteLogCopyDisable     bool
 	RemoteLogDeleteOnDisable bool
-	RetentionBytes           int64
-	RetentionMs              int64
-	SegmentBytes             int32
+	// RemoteCopyLagMs and RemoteCopyLagBytes are Kafka's upload eligibility
+	// lags (-1: the local retention); Strata's uploader does not read them.
+	RemoteCopyLagBytes int64
+	RemoteCopyLagMs    int64
+	RetentionBytes     int64
+	RetentionMs        int64
+	SegmentBytes       int32
 	// InternalSegmentBytes is internal.segment.bytes: when above 0, the segment
 	// size in place of SegmentBytes, below segment.bytes' 1 MiB floor (tests).
 	InternalSegmentBytes        int32
@@ -213,6 +226,9 @@ func javaDouble(f float64) string {
 const (
 	maxInt32 = math.MaxInt32
 	maxInt64 = math.MaxInt64
+	// maxDecompressedMessageBytes is the largest max.decompressed.message.bytes
+	// (Kafka's, the largest Java array), and its default: no practical limit.
+	maxDecompressedMessageBytes = math.MaxInt32 - 8
 )
 
 // TopicInternalSegmentBytes is Kafka 4's internal topic key for segments
@@ -237,11 +253,25 @@ func (c TopicConfig) SegmentSize() int32 {
 var topicConfigDefs = []ConfigDef{
 	{"cleanup.policy", ConfigTypeList, "delete", "log.cleanup.policy",
 		func(c *TopicConfig, v string) (err error) { c.CleanupPolicy, err = parseCleanupPolicy(v); return }},
+	{"compression.gzip.level", ConfigTypeInt, "-1", "compression.gzip.level",
+		func(c *TopicConfig, v string) error {
+			// gzip's levels, or -1 for its own default (Kafka's range).
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+			if err != nil || n > 9 || n < 1 && n != -1 {
+				return fmt.Errorf("want an integer in [1, 9] or -1")
+			}
+			c.CompressionGzipLevel = int32(n)
+			return nil
+		}},
+	{"compression.lz4.level", ConfigTypeInt, "9", "compression.lz4.level",
+		int32Key(1, 17, func(c *TopicConfig) *int32 { return &c.CompressionLz4Level })},
 	{"compression.type", ConfigTypeString, "producer", "compression.type",
 		func(c *TopicConfig, v string) (err error) {
 			c.CompressionType, err = oneOf(v, "uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 			return
 		}},
+	{"compression.zstd.level", ConfigTypeInt, "3", "compression.zstd.level",
+		int32Key(-131072, 22, func(c *TopicConfig) *int32 { return &c.CompressionZstdLevel })},
 	{"delete.retention.ms", ConfigTypeLong, "86400000", "log.cleaner.delete.retention.ms",
 		long(0, maxInt64, func(c *TopicConfig) *int64 { return &c.DeleteRetentionMs })},
 	{TopicDeadLetterGroupEnable, ConfigTypeBoolean, "false", "",
@@ -275,6 +305,8 @@ var topicConfigDefs = []ConfigDef{
 		long(-2, maxInt64, func(c *TopicConfig) *int64 { return &c.LocalRetentionMs })},
 	{"max.compaction.lag.ms", ConfigTypeLong, "9223372036854775807", "log.cleaner.max.compaction.lag.ms",
 		long(1, maxInt64, func(c *TopicConfig) *int64 { return &c.MaxCompactionLagMs })},
+	{"max.decompressed.message.bytes", ConfigTypeInt, "2147483639", "max.decompressed.message.bytes",
+		int32Key(1, maxDecompressedMessageBytes, func(c *TopicConfig) *int32 { return &c.MaxDecompressedMessageBytes })},
 	{"max.message.bytes", ConfigTypeInt, "1048588", "message.max.bytes",
 		int32Key(0, maxInt32, func(c *TopicConfig) *int32 { return &c.MaxMessageBytes })},
 	{"message.timestamp.after.max.ms", ConfigTypeLong, "3600000", "log.message.timestamp.after.max.ms",
@@ -305,6 +337,10 @@ var topicConfigDefs = []ConfigDef{
 		int32Key(1, maxInt32, func(c *TopicConfig) *int32 { return &c.MinInsyncReplicas })},
 	{"preallocate", ConfigTypeBoolean, "false", "log.preallocate",
 		boolean(func(c *TopicConfig) *bool { return &c.Preallocate })},
+	{"remote.copy.lag.bytes", ConfigTypeLong, "-1", "log.remote.copy.lag.bytes",
+		long(-1, maxInt64, func(c *TopicConfig) *int64 { return &c.RemoteCopyLagBytes })},
+	{"remote.copy.lag.ms", ConfigTypeLong, "0", "log.remote.copy.lag.ms",
+		long(-1, maxInt64, func(c *TopicConfig) *int64 { return &c.RemoteCopyLagMs })},
 	{"remote.log.copy.disable", ConfigTypeBoolean, "false", "",
 		boolean(func(c *TopicConfig) *bool { return &c.RemoteLogCopyDisable })},
 	{"remote.log.delete.on.disable", ConfigTypeBoolean, "false", "",

@@ -48,9 +48,57 @@ func TestConfigTableSortedAndDefaultsParse(t *testing.T) {
 		MessageTimestampType: CreateTime, MinCleanableDirtyRatio: 0.5, MinInsyncReplicas: 1,
 		RetentionBytes: -1, RetentionMs: 604800000, SegmentBytes: 1073741824,
 		SegmentIndexBytes: 10485760, SegmentMs: 604800000,
+		CompressionGzipLevel: -1, CompressionLz4Level: 9, CompressionZstdLevel: 3,
+		MaxDecompressedMessageBytes: 2147483639, RemoteCopyLagMs: 0, RemoteCopyLagBytes: -1,
 	}
 	if got := DefaultTopicConfig(); got != want {
 		t.Errorf("DefaultTopicConfig() =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestTopicConfigKeysAreKafkas: the topic keys DescribeConfigs lists are
+// Kafka 4.4's LogConfig keys (internal.segment.bytes, listed only where set,
+// aside), each with Kafka's broker synonym.
+func TestTopicConfigKeysAreKafkas(t *testing.T) {
+	want := map[string]string{ // Kafka 4.4's ServerTopicConfigSynonyms; "" for a topic-only key
+		"cleanup.policy": "log.cleanup.policy", "compression.gzip.level": "compression.gzip.level",
+		"compression.lz4.level": "compression.lz4.level", "compression.type": "compression.type",
+		"compression.zstd.level": "compression.zstd.level", "delete.retention.ms": "log.cleaner.delete.retention.ms",
+		"errors.deadletterqueue.group.enable": "", "file.delete.delay.ms": "log.segment.delete.delay.ms",
+		"flush.messages": "log.flush.interval.messages", "flush.ms": "log.flush.interval.ms",
+		"follower.replication.throttled.replicas": "", "index.interval.bytes": "log.index.interval.bytes",
+		"leader.replication.throttled.replicas": "", "local.retention.bytes": "log.local.retention.bytes",
+		"local.retention.ms": "log.local.retention.ms", "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+		"max.decompressed.message.bytes": "max.decompressed.message.bytes", "max.message.bytes": "message.max.bytes",
+		"message.timestamp.after.max.ms":  "log.message.timestamp.after.max.ms",
+		"message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+		"message.timestamp.type":          "log.message.timestamp.type", "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+		"min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms", "min.insync.replicas": "min.insync.replicas",
+		"preallocate": "log.preallocate", "remote.copy.lag.bytes": "log.remote.copy.lag.bytes",
+		"remote.copy.lag.ms": "log.remote.copy.lag.ms", "remote.log.copy.disable": "",
+		"remote.log.delete.on.disable": "", "remote.storage.enable": "", "retention.bytes": "log.retention.bytes",
+		"retention.ms": "log.retention.ms", "segment.bytes": "log.segment.bytes",
+		"segment.index.bytes": "log.index.size.max.bytes", "segment.jitter.ms": "log.roll.jitter.ms",
+		"segment.ms": "log.roll.ms", "unclean.leader.election.enable": "unclean.leader.election.enable",
+	}
+	got := map[string]string{}
+	for _, d := range TopicConfigDefs() {
+		if d.Name != TopicInternalSegmentBytes {
+			got[d.Name] = d.BrokerName
+		}
+	}
+	if len(want) != 37 {
+		t.Fatalf("the test lists %d keys, Kafka 4.4 37", len(want))
+	}
+	for k, b := range want {
+		if g, ok := got[k]; !ok || g != b {
+			t.Errorf("%s: in table %v, broker synonym %q; want %q", k, ok, g, b)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s is not a Kafka 4.4 topic key", k)
+		}
 	}
 }
 
@@ -103,6 +151,37 @@ func TestValidateConfig(t *testing.T) {
 		{ResourceTopic, "compression.type", "zstd", nil},
 		{ResourceTopic, "compression.type", "brotli", ErrInvalidConfig},
 		{ResourceTopic, "flush.messages", "0", ErrInvalidConfig},
+		// Kafka 4.4's levels per codec: gzip 1-9 or -1, lz4 1-17, zstd
+		// -131072-22.
+		{ResourceTopic, "compression.gzip.level", "-1", nil},
+		{ResourceTopic, "compression.gzip.level", "9", nil},
+		{ResourceTopic, "compression.gzip.level", "0", ErrInvalidConfig},
+		{ResourceTopic, "compression.gzip.level", "10", ErrInvalidConfig},
+		{ResourceTopic, "compression.gzip.level", "-2", ErrInvalidConfig},
+		{ResourceTopic, "compression.lz4.level", "1", nil},
+		{ResourceTopic, "compression.lz4.level", "17", nil},
+		{ResourceTopic, "compression.lz4.level", "0", ErrInvalidConfig},
+		{ResourceTopic, "compression.lz4.level", "18", ErrInvalidConfig},
+		{ResourceTopic, "compression.zstd.level", "-131072", nil},
+		{ResourceTopic, "compression.zstd.level", "22", nil},
+		{ResourceTopic, "compression.zstd.level", "5", nil},
+		{ResourceTopic, "compression.zstd.level", "-131073", ErrInvalidConfig},
+		{ResourceTopic, "compression.zstd.level", "23", ErrInvalidConfig},
+		{ResourceBroker, "compression.zstd.level", "23", ErrInvalidRequest},
+		{ResourceBroker, "compression.gzip.level", "5", nil},
+		{ResourceTopic, "max.decompressed.message.bytes", "1", nil},
+		{ResourceTopic, "max.decompressed.message.bytes", "2147483639", nil},
+		{ResourceTopic, "max.decompressed.message.bytes", "0", ErrInvalidConfig},
+		{ResourceTopic, "max.decompressed.message.bytes", "2147483640", ErrInvalidConfig},
+		{ResourceBroker, "max.decompressed.message.bytes", "1000", nil},
+		{ResourceTopic, "remote.copy.lag.ms", "-1", nil},
+		{ResourceTopic, "remote.copy.lag.ms", "0", nil},
+		{ResourceTopic, "remote.copy.lag.ms", "-2", ErrInvalidConfig},
+		{ResourceTopic, "remote.copy.lag.bytes", "-1", nil},
+		{ResourceTopic, "remote.copy.lag.bytes", "1048576", nil},
+		{ResourceTopic, "remote.copy.lag.bytes", "-2", ErrInvalidConfig},
+		{ResourceBroker, "log.remote.copy.lag.ms", "60000", nil},
+		{ResourceBroker, "log.remote.copy.lag.bytes", "-2", ErrInvalidRequest},
 		{ResourceTopic, "no.such.key", "1", ErrInvalidConfig},
 		{ResourceTopic, "log.retention.ms", "1", ErrInvalidConfig},
 		{ResourceTopic, TopicInternalSegmentBytes, "2048", nil},

@@ -18,7 +18,9 @@ func CheckTopicConfigs(overrides, clusterDefaults map[string]string, remoteStora
 // remote.storage.enable=true only with remoteStorage (the checking node has
 // remote storage, Kafka's remote.log.storage.system.enable); it may then not
 // be compacted, local retention (local.retention.ms / .bytes, -2 meaning the
-// total) may neither be unbounded under a bounded total nor exceed it, and with
+// total) may neither be unbounded under a bounded total nor exceed it, a
+// positive remote.copy.lag.ms / .bytes may not exceed a bounded local
+// retention, and with
 // remote.log.copy.disable=true it must be the total. A topic that had
 // remote.storage.enable=true turns it off only with
 // remote.log.delete.on.disable=true (KIP-950: its remote part is deleted).
@@ -44,11 +46,11 @@ func CheckTopicConfigChange(previous, overrides, clusterDefaults map[string]stri
 		return fmt.Errorf("%w: remote log storage is unsupported for compacted topics (remote.storage.enable=true with cleanup.policy %q)", ErrInvalidConfig, "compact")
 	}
 	for _, r := range []struct {
-		key, totalKey string
-		local, total  int64
+		key, totalKey, lagKey string
+		local, total, copyLag int64
 	}{
-		{"local.retention.ms", "retention.ms", c.LocalRetentionMs, c.RetentionMs},
-		{"local.retention.bytes", "retention.bytes", c.LocalRetentionBytes, c.RetentionBytes},
+		{"local.retention.ms", "retention.ms", "remote.copy.lag.ms", c.LocalRetentionMs, c.RetentionMs, c.RemoteCopyLagMs},
+		{"local.retention.bytes", "retention.bytes", "remote.copy.lag.bytes", c.LocalRetentionBytes, c.RetentionBytes, c.RemoteCopyLagBytes},
 	} {
 		switch {
 		case r.local == -2 || r.total < 0: // unbounded (retention.bytes may be any negative)
@@ -57,12 +59,23 @@ func CheckTopicConfigChange(previous, overrides, clusterDefaults map[string]stri
 		case r.local > r.total:
 			return fmt.Errorf("%w: %s %d must not be more than the total retention %d", ErrInvalidConfig, r.key, r.local, r.total)
 		}
+		if eff := effectiveLocal(r.local, r.total); r.copyLag > 0 && eff >= 0 && r.copyLag > eff {
+			return fmt.Errorf("%w: %s %d must not exceed %s (effective value %d)", ErrInvalidConfig, r.lagKey, r.copyLag, r.key, eff)
+		}
 		if c.RemoteLogCopyDisable && r.local != -2 && r.local != r.total {
 			return KafkaText(ErrInvalidConfig, "When `remote.log.copy.disable` is set to true, the `%s` and `%s` must be set to "+
 				"the identical value because there will be no more logs copied to the remote storage.", r.key, r.totalKey)
 		}
 	}
 	return nil
+}
+
+// effectiveLocal is a local retention with -2 resolved to the total.
+func effectiveLocal(local, total int64) int64 {
+	if local == -2 {
+		return total
+	}
+	return local
 }
 
 // LocalRetention returns the retention a tiered topic's local log keeps

@@ -23,6 +23,17 @@ func TestCheckTopicConfigs(t *testing.T) {
 		{"local unbounded under a bounded total", map[string]string{"remote.storage.enable": "true", "local.retention.ms": "-1"}, nil, false},
 		{"both unbounded", map[string]string{"remote.storage.enable": "true", "local.retention.ms": "-1", "retention.ms": "-1"}, nil, true},
 		{"local from the cluster default", map[string]string{"remote.storage.enable": "true", "retention.ms": "10"}, map[string]string{"log.local.retention.ms": "20"}, false},
+		// Kafka's validateRemoteCopyLag{Time,Size}: a positive copy lag may
+		// not exceed the effective local retention when that is bounded.
+		{"copy lag ms at local", map[string]string{"remote.storage.enable": "true", "local.retention.ms": "1000", "remote.copy.lag.ms": "1000"}, nil, true},
+		{"copy lag ms above local", map[string]string{"remote.storage.enable": "true", "local.retention.ms": "1000", "remote.copy.lag.ms": "1001"}, nil, false},
+		{"copy lag ms above total (local -2)", map[string]string{"remote.storage.enable": "true", "retention.ms": "1000", "remote.copy.lag.ms": "1001"}, nil, false},
+		{"copy lag ms under unbounded local", map[string]string{"remote.storage.enable": "true", "retention.ms": "-1", "local.retention.ms": "-1", "remote.copy.lag.ms": "99999999999"}, nil, true},
+		{"copy lag ms -1", map[string]string{"remote.storage.enable": "true", "local.retention.ms": "1000", "remote.copy.lag.ms": "-1"}, nil, true},
+		{"copy lag bytes above local", map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "100", "retention.bytes": "1000", "remote.copy.lag.bytes": "101"}, nil, false},
+		{"copy lag bytes under unbounded total", map[string]string{"remote.storage.enable": "true", "remote.copy.lag.bytes": "1000000"}, nil, true},
+		{"copy lag bytes above local from the cluster default", map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "100", "retention.bytes": "1000"}, map[string]string{"log.remote.copy.lag.bytes": "200"}, false},
+		{"copy lag above retention, not tiered", map[string]string{"retention.ms": "1000", "remote.copy.lag.ms": "2000"}, nil, true},
 		// Kafka's LogConfig.validateValues, on every topic.
 		{"min compaction lag above max", map[string]string{"min.compaction.lag.ms": "1000", "max.compaction.lag.ms": "999"}, nil, false},
 		{"min compaction lag at max", map[string]string{"min.compaction.lag.ms": "1000", "max.compaction.lag.ms": "1000"}, nil, true},

@@ -588,7 +588,10 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 		// Kafka's LogValidator reads every record, decompressing a
 		// compressed batch; the records are walked in place (an
 		// uncompressed batch's in the request, a compressed one's in buf).
-		recs, err := batch.ValidateRecords(h, it.Batch(), buf)
+		// A compressed batch's records are held to
+		// max.decompressed.message.bytes, as Kafka's decompressing iterator
+		// holds them.
+		recs, err := batch.ValidateRecords(h, it.Batch(), buf, int(cfg.MaxDecompressedMessageBytes))
 		if err != nil {
 			return AppendResult{}, err
 		}

@@ -342,6 +342,7 @@ func TestLeaderRefusals(t *testing.T) {
 	cfg := metadata.DefaultTopicConfig()
 	cfg.CleanupPolicy = metadata.CleanupCompact
 	cfg.MaxMessageBytes = 1000
+	cfg.MaxDecompressedMessageBytes = 800
 	p.setConfig(&cfg)
 	keyed := batchtest.Build(batchtest.Options{Records: []batchtest.Record{{Key: []byte("k"), Value: []byte("v")}}})
 	if _, err := p.Append(keyed, 1); err != nil {
@@ -351,6 +352,9 @@ func TestLeaderRefusals(t *testing.T) {
 		return batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: 7, BaseSequence: seq, Records: []batchtest.Record{{Key: []byte("k")}}})
 	}
 	big := batchtest.Build(batchtest.Options{Records: []batchtest.Record{{Key: []byte("k"), Value: make([]byte, 2000)}}})
+	// 900 zero bytes compress far below max.message.bytes; the record is
+	// above max.decompressed.message.bytes once decompressed.
+	decompressedBig := batchtest.Build(batchtest.Options{Codec: 1, Records: []batchtest.Record{{Key: []byte("k"), Value: make([]byte, 900)}}})
 	for _, tc := range []struct {
 		name string
 		call func() error
@@ -359,6 +363,7 @@ func TestLeaderRefusals(t *testing.T) {
 		{"keyless record, compacted topic", func() error { _, err := p.Append(batchtest.Build(batchtest.Options{}), 1); return err }, ErrInvalidRecord},
 		{"over max.message.bytes", func() error { _, err := p.Append(big, 1); return err }, ErrRecordTooLarge},
 		{"coordinator batch over max.message.bytes", func() error { _, err := p.AppendAsCoordinator(big); return err }, ErrRecordTooLarge},
+		{"record over max.decompressed.message.bytes", func() error { _, err := p.Append(decompressedBig, 1); return err }, batch.ErrInvalid},
 		{"two idempotent batches", func() error { _, err := p.Append(append(idem(0), idem(1)...), 1); return err }, ErrInvalidRecord},
 		{"no batch", func() error { _, err := p.Append(nil, 1); return err }, batch.ErrInvalid},
 		{"DeleteRecords past the HWM", func() error { _, err := p.DeleteRecords(p.HighWatermark() + 1); return err }, storage.ErrOffsetOutOfRange},

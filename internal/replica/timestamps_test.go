@@ -62,7 +62,7 @@ func TestTimestampWindow(t *testing.T) {
 			}
 			buf := batch.GetRecordsBuffer()
 			defer buf.Release()
-			records, err := batch.ValidateRecords(h, tc.batch, buf)
+			records, err := batch.ValidateRecords(h, tc.batch, buf, math.MaxInt32)
 			if err != nil {
 				t.Fatal(err)
 			}
