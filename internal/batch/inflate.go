@@ -249,10 +249,20 @@ func xerialChunk(c []byte) (block, rest []byte, err error) {
 // not out of room.
 const zstdRoom = 128<<10 + 16
 
+// zstdMaxRatio bounds what zstd frames decode to per byte: no block decodes
+// to more than 128 KiB, and a block that decodes to anything takes 4 bytes
+// at least (its 3-byte header and an RLE block's byte). Frames that would
+// decode to more (a frame content size that lies) are corrupt.
+const zstdMaxRatio = (128 << 10) / 4
+
+var errZstdSize = errors.New("zstd frames declare more than their bytes can decode to")
+
 // zstd decodes src's frames whole into r's buffer, the decoder held to the
 // buffer's capacity (zstd.WithDecodeAllCapLimit): when the frames pass the
-// c bytes expected, c doubles, up to limit, and they are decoded again. A
-// pooled buffer sized by earlier batches decodes in one pass.
+// c bytes expected, c doubles, up to limit or what src's bytes can decode to
+// (zstdMaxRatio), whichever is less, and they are decoded again. A pooled
+// buffer sized by earlier batches decodes in one pass; a frame whose
+// declared size lies costs about what its bytes could decode to, not limit.
 func (r *RecordsBuffer) zstd(src []byte, limit int) ([]byte, error) {
 	if r.zd == nil {
 		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecodeAllCapLimit(true))
@@ -261,7 +271,8 @@ func (r *RecordsBuffer) zstd(src []byte, limit int) ([]byte, error) {
 		}
 		r.zd = d
 	}
-	c := min(max(cap(r.out)-zstdRoom, 8*len(src), minRecordsBuffer), limit)
+	bound := min(limit, zstdMaxRatio*len(src))
+	c := min(max(cap(r.out)-zstdRoom, 8*len(src), minRecordsBuffer), bound)
 	for {
 		if cap(r.out) < c+zstdRoom {
 			r.out = make([]byte, 0, c+zstdRoom)
@@ -272,9 +283,12 @@ func (r *RecordsBuffer) zstd(src []byte, limit int) ([]byte, error) {
 			return out, nil
 		case err != nil && !errors.Is(err, zstd.ErrDecoderSizeExceeded) && len(out) <= c:
 			return nil, err
-		case c == limit:
+		case c < bound:
+			c = nextSize(c, bound-1)
+		case bound < limit && len(out) <= limit:
+			return nil, errZstdSize
+		default:
 			return nil, ErrDecompressedTooLarge
 		}
-		c = nextSize(c, limit-1)
 	}
 }

@@ -208,3 +208,48 @@ func TestSnappyLengthThatLies(t *testing.T) {
 		})
 	}
 }
+
+// zstdClaiming is a zstd frame that declares n decoded bytes (a single
+// segment, its 8-byte frame content size) and holds one RLE block of 16.
+func zstdClaiming(n uint64) []byte {
+	f := []byte{0x28, 0xb5, 0x2f, 0xfd, 0xe0}
+	f = binary.LittleEndian.AppendUint64(f, n)
+	const last, rle, size = 1, 1, 16
+	h := uint32(last | rle<<1 | size<<3)
+	return append(f, byte(h), byte(h>>8), byte(h>>16), 'x')
+}
+
+// TestZstdSizeThatLies: a zstd frame declaring more than its bytes can
+// decode to (a block, 4 bytes at least, decodes to 128 KiB at most), above
+// the limit or below it, does not decompress and allocates about what its
+// bytes could decode to, not the limit (a 22-byte batch section allocated
+// twice the limit, the decoder's buffer doubling up to it).
+func TestZstdSizeThatLies(t *testing.T) {
+	b, _ := recordsOf(t, []Record{{Value: []byte("v")}})
+	for _, tc := range []struct {
+		name    string
+		section []byte
+	}{
+		{"above the limit", zstdClaiming(bombSize)},
+		{"below the limit", zstdClaiming(MinDecompressedLimit / 2)},
+		{"after a frame", append(zstdStreamed(t, []byte("records")), zstdClaiming(MinDecompressedLimit/2)...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			batch := withSection(b, CodecZstd, tc.section, 1)
+			h, err := Validate(batch)
+			if err != nil {
+				t.Fatalf("header: %v", err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err = validateRecords(h, batch)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrDecompress) {
+				t.Errorf("err = %v, want %v", err, ErrDecompress)
+			}
+			if grown := after.TotalAlloc - before.TotalAlloc; grown > 4<<20 {
+				t.Errorf("%d bytes allocated for a %d-byte section", grown, len(tc.section))
+			}
+		})
+	}
+}

@@ -460,3 +460,46 @@ func describeJSON(t *testing.T, groups any) string {
 	}
 	return string(b)
 }
+
+// TestUnrevertibleFailureForgetsWritesBuiltOnIt: when a write that cannot be
+// taken back (revert.go: a classic group converting online, one being
+// deleted) fails, the writes queued after it, which built on it, cannot be
+// taken back either: their undo holds its records, which the log never got.
+// Their failure marks their keys unknown, so the next change writes them
+// again; taking them back restored the failed write's values as the log's,
+// and a later write of the same values was skipped as unchanged.
+func TestUnrevertibleFailureForgetsWritesBuiltOnIt(t *testing.T) {
+	ctx := context.Background()
+	topics := newFakeTopics()
+	topics.set("t", 4)
+	store := newMemStore()
+	cfg := DefaultConfig()
+	cfg.Topics, cfg.ConsumerAssignmentInterval = topics, time.Nanosecond
+	c := New(cfg, store, nil)
+	if err := loadAll(ctx, c, store); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Version, hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = 1, "g", "m", 10000
+	hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if code := c.ConsumerGroupHeartbeat(ctx, hb).ErrorCode; code != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(code))
+	}
+	p, _ := c.partitionOf("g")
+	g := p.lookup(c, "g", false)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	key := appendRecordKey(nil, typeConsumerMetadata, g.id, "")
+	first := []Record{{Key: key, Value: []byte("never appended")}}
+	w1 := g.writeRecordsLocked(first)
+	w1.revertible = false
+	second := []Record{{Key: key, Value: []byte("never appended either")}}
+	w2 := g.writeRecordsLocked(second)
+	err := errors.New("not enough replicas")
+	g.revertLocked(w1, first, err)
+	g.revertLocked(w2, second, err)
+	if v := g.written[string(key)]; len(v) > 0 {
+		t.Errorf("after both writes failed, written holds %q for the group's metadata, want it unknown", v)
+	}
+}

@@ -28,8 +28,9 @@ import (
 //
 // A write that cannot be taken back this way (a classic group with members
 // converting, or a consumer group turning classic, migration.go; a group
-// being deleted) leaves the state as it is, its keys unknown
-// (forgetRecordsLocked): the next change writes them again.
+// being deleted), and the writes queued after it, which built on it, leave
+// the state as it is, their keys unknown (forgetRecordsLocked): the next
+// change writes them again.
 
 // unappendedWrite is a queued write of a group's consumer, streams or share
 // records not yet appended.
@@ -123,6 +124,12 @@ func (g *group) revertLocked(w *unappendedWrite, recs []Record, err error) {
 		return // reverted with a write before it
 	case g.unloaded || g.state == stateDead || !w.revertible:
 		g.unappended = slices.Delete(g.unappended, i, i+1)
+		// The writes queued after w built on it: their undo holds w's
+		// values, which the log never got, so they cannot be taken back
+		// either.
+		for _, u := range g.unappended[i:] {
+			u.revertible = false
+		}
 		g.forgetRecordsLocked(recs)
 		return
 	}

@@ -20,7 +20,9 @@ import (
 // set's (KIP-853), it sends UpdateRaftVoter at start:
 //
 //  1. It reads its own entry in the latest Raft configuration it holds;
-//     nothing is sent unless it is a voter there at another address.
+//     nothing is sent unless it is a voter there at another address, one
+//     the other nodes can dial (not an unspecified host such as 0.0.0.0:
+//     voterAddressUpdate).
 //  2. It asks the other voters of that configuration in turn, on the
 //     controller link, at leader epoch -1 (unknown). Each answers with the
 //     leader it knows and that leader's epoch (FENCED_LEADER_EPOCH,
@@ -46,9 +48,8 @@ func (n *Node) maybeUpdateVoterAddress(ctx context.Context) {
 			others = append(others, v.Addr)
 		}
 	}
-	host, portText, err := net.SplitHostPort(n.raftAddr)
-	port, perr := strconv.ParseUint(portText, 10, 16)
-	if recorded == "" || recorded == n.raftAddr || len(others) == 0 || err != nil || perr != nil {
+	host, port, ok := voterAddressUpdate(recorded, n.raftAddr)
+	if !ok || len(others) == 0 {
 		return
 	}
 	n.log.Info("the quorum records this voter at another controller address: asking the leader to update it (UpdateRaftVoter)",
@@ -57,7 +58,7 @@ func (n *Node) maybeUpdateVoterAddress(ctx context.Context) {
 	req := kmsg.NewPtrUpdateRaftVoterRequest()
 	req.ClusterID = &n.clusterID
 	req.VoterID, req.VoterDirectoryID = n.cfg.NodeID, n.directoryID
-	req.Listeners = []kmsg.UpdateRaftVoterRequestListener{{Name: controllerlink.ObserverListener, Host: host, Port: uint16(port)}}
+	req.Listeners = []kmsg.UpdateRaftVoterRequestListener{{Name: controllerlink.ObserverListener, Host: host, Port: port}}
 	req.KRaftVersionFeature.MinSupportedVersion, req.KRaftVersionFeature.MaxSupportedVersion = level, level
 	req.CurrentLeaderEpoch = -1
 	leader, next := "", 0 // the leader an answer named, for the next attempt
@@ -95,4 +96,22 @@ func (n *Node) maybeUpdateVoterAddress(ctx context.Context) {
 		return
 	}
 	n.log.Info("the quorum records this voter at its controller address now", "controller_addr", n.raftAddr)
+}
+
+// voterAddressUpdate reports whether a voter the quorum records at recorded
+// ("" when it is no voter there) and whose controller address is own asks
+// the leader to record own instead, and own's host and port. An own address
+// with an unspecified host (a listener on 0.0.0.0, :: or every interface,
+// without --advertised-controller-addr) names no host another node can dial:
+// the voter is reached at the recorded address, as before.
+func voterAddressUpdate(recorded, own string) (host string, port uint16, ok bool) {
+	host, portText, err := net.SplitHostPort(own)
+	p, perr := strconv.ParseUint(portText, 10, 16)
+	if recorded == "" || recorded == own || err != nil || perr != nil || host == "" {
+		return "", 0, false
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return "", 0, false
+	}
+	return host, uint16(p), true
 }

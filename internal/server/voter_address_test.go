@@ -31,3 +31,30 @@ func TestVoterRestartsAtAnotherAddress(t *testing.T) {
 		return true
 	})
 }
+
+// TestVoterAddressUpdate: a voter asks the quorum to record its controller
+// address only where the other nodes can dial it. One whose listener's host is
+// unspecified (--controller-addr 0.0.0.0:9093 or :9093 without
+// --advertised-controller-addr, reached at the --controllers address) keeps
+// the recorded address: the other voters dialing 0.0.0.0 or :: reach their
+// own host, and a rolling upgrade moved every such voter there. Before,
+// each asked to be moved to its wildcard address.
+func TestVoterAddressUpdate(t *testing.T) {
+	for _, tt := range []struct {
+		recorded, own string
+		want          bool
+	}{
+		{"", "127.0.0.13:9093", false},
+		{"127.0.0.13:9093", "127.0.0.13:9093", false},
+		{"127.0.0.13:9093", "127.0.0.13:19093", true},
+		{"ctrl3:9093", "10.0.0.3:9093", true},
+		{"ctrl3:9093", "0.0.0.0:9093", false},
+		{"ctrl3:9093", "[::]:9093", false},
+		{"ctrl3:9093", ":9093", false},
+		{"ctrl3:9093", "no port", false},
+	} {
+		if _, _, got := voterAddressUpdate(tt.recorded, tt.own); got != tt.want {
+			t.Errorf("recorded %q, own %q: update %v, want %v", tt.recorded, tt.own, got, tt.want)
+		}
+	}
+}
