@@ -556,11 +556,26 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 	if acks == -1 && p.underMinISR() {
 		return AppendResult{}, ErrNotEnoughReplicas
 	}
+	// A compressed batch's records are decompressed once into buf for every
+	// check, and buf goes back to the pool before the append waits its turn.
+	buf := batch.GetRecordsBuffer()
+	first, err := validateProduced(records, cfg, opts, buf)
+	buf.Release()
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return p.afterMarker(first, func() (AppendResult, error) {
+		return p.appendLocked(records, first, opts)
+	})
+}
+
+// validateProduced checks a client's (or a coordinator's, opts) batches as
+// Kafka's LogValidator does before they are appended, reading the records of
+// a compressed batch in buf, and returns the first batch's header.
+func validateProduced(records []byte, cfg *metadata.TopicConfig, opts AppendOpts, buf *batch.RecordsBuffer) (batch.Header, error) {
 	var first batch.Header
 	n := 0
 	window := timestampWindowOf(cfg, time.Now().UnixMilli())
-	buf := batch.GetRecordsBuffer() // a compressed batch's records, decompressed once for every check
-	defer buf.Release()
 	it := batch.NewIter(records)
 	for ; it.Next(); n++ {
 		h := it.Header()
@@ -568,22 +583,22 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 			first = h
 		}
 		if h.Size() > int(cfg.MaxMessageBytes) {
-			return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, h.Size(), cfg.MaxMessageBytes)
+			return batch.Header{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, h.Size(), cfg.MaxMessageBytes)
 		}
 		if h.Control() {
-			return AppendResult{}, fmt.Errorf("%w: clients may not write control batches", ErrInvalidRecord)
+			return batch.Header{}, fmt.Errorf("%w: clients may not write control batches", ErrInvalidRecord)
 		}
 		if h.Transactional() && !h.Idempotent() {
-			return AppendResult{}, fmt.Errorf("%w: a transactional batch needs a producer id", ErrInvalidRecord)
+			return batch.Header{}, fmt.Errorf("%w: a transactional batch needs a producer id", ErrInvalidRecord)
 		}
 		if h.Idempotent() && n > 0 {
-			return AppendResult{}, fmt.Errorf("%w: an idempotent producer sends one batch per partition per request", ErrInvalidRecord)
+			return batch.Header{}, fmt.Errorf("%w: an idempotent producer sends one batch per partition per request", ErrInvalidRecord)
 		}
 		// Kafka's LogValidator.validateBatch, for a client's batch only: a
 		// coordinator's transactional batches carry sequence -1 and are
 		// appended by AppendAsCoordinator, not here.
 		if h.Idempotent() && h.BaseSequence < 0 && !opts.Coordinator {
-			return AppendResult{}, fmt.Errorf("%w: invalid sequence number %d in a record batch with producer id %d", ErrInvalidRecord, h.BaseSequence, h.ProducerID)
+			return batch.Header{}, fmt.Errorf("%w: invalid sequence number %d in a record batch with producer id %d", ErrInvalidRecord, h.BaseSequence, h.ProducerID)
 		}
 		// Kafka's LogValidator reads every record, decompressing a
 		// compressed batch; the records are walked in place (an
@@ -593,31 +608,29 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 		// holds them.
 		recs, err := batch.ValidateRecords(h, it.Batch(), buf, int(cfg.MaxDecompressedMessageBytes))
 		if err != nil {
-			return AppendResult{}, err
+			return batch.Header{}, err
 		}
 		if cfg.CleanupPolicy&metadata.CleanupCompact != 0 {
 			if err := requireKeys(h, recs); err != nil {
-				return AppendResult{}, err
+				return batch.Header{}, err
 			}
 		}
 		if !opts.Coordinator {
 			if err := window.check(h, recs); err != nil {
-				return AppendResult{}, err
+				return batch.Header{}, err
 			}
 		}
 		if err := refuseLogAppendTime(h); err != nil {
-			return AppendResult{}, err
+			return batch.Header{}, err
 		}
 	}
 	if err := it.Err(); err != nil {
-		return AppendResult{}, err
+		return batch.Header{}, err
 	}
 	if n == 0 {
-		return AppendResult{}, fmt.Errorf("%w: no record batch", batch.ErrInvalid)
+		return batch.Header{}, fmt.Errorf("%w: no record batch", batch.ErrInvalid)
 	}
-	return p.afterMarker(first, func() (AppendResult, error) {
-		return p.appendLocked(records, first, opts)
-	})
+	return first, nil
 }
 
 func (p *Partition) appendLocked(records []byte, first batch.Header, opts AppendOpts) (AppendResult, error) {
