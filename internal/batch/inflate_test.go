@@ -79,7 +79,7 @@ func xerialClaiming(n int) []byte {
 // TestDecompressionBomb: a small batch whose records inflate to bombSize
 // (eight times the limit) is refused as ErrDecompressedTooLarge
 // (INVALID_RECORD), naming the limit, for gzip, lz4 and zstd (snappy
-// cannot compress 64 times: TestSnappyLengthThatLies), and the leader
+// cannot compress 64 times: TestSizeThatLies), and the leader
 // allocates a few times the limit at most (the buffer doubling up to it;
 // zstd decodes again into a doubled buffer, its decoder overshooting by a
 // quarter), not the bomb's size. Before the limit, these allocated 2-3 GiB.
@@ -174,41 +174,6 @@ func TestInflateLimit(t *testing.T) {
 	}
 }
 
-// TestSnappyLengthThatLies: a snappy block declaring more than snappy can
-// encode in its bytes (64 for 3), above the limit or below it, raw or in
-// xerial framing, does not decompress (UNKNOWN_SERVER_ERROR, as Kafka's
-// codec stream throws) and nothing of the length it declares is allocated.
-func TestSnappyLengthThatLies(t *testing.T) {
-	b, _ := recordsOf(t, []Record{{Value: []byte("v")}})
-	for _, tc := range []struct {
-		name    string
-		section []byte
-	}{
-		{"above the limit", snappyClaiming(bombSize)},
-		{"below the limit", snappyClaiming(MinDecompressedLimit / 2)},
-		{"xerial, above the limit", xerialClaiming(bombSize)},
-		{"xerial, below the limit", xerialClaiming(MinDecompressedLimit / 2)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			batch := withSection(b, CodecSnappy, tc.section, 1)
-			h, err := Validate(batch)
-			if err != nil {
-				t.Fatalf("header: %v", err)
-			}
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			err = validateRecords(h, batch)
-			runtime.ReadMemStats(&after)
-			if !errors.Is(err, ErrDecompress) {
-				t.Errorf("err = %v, want %v", err, ErrDecompress)
-			}
-			if grown := after.TotalAlloc - before.TotalAlloc; grown > 1<<20 {
-				t.Errorf("%d bytes allocated for a %d-byte block", grown, len(tc.section))
-			}
-		})
-	}
-}
-
 // zstdClaiming is a zstd frame that declares n decoded bytes (a single
 // segment, its 8-byte frame content size) and holds one RLE block of 16.
 func zstdClaiming(n uint64) []byte {
@@ -219,23 +184,32 @@ func zstdClaiming(n uint64) []byte {
 	return append(f, byte(h), byte(h>>8), byte(h>>16), 'x')
 }
 
-// TestZstdSizeThatLies: a zstd frame declaring more than its bytes can
-// decode to (a block, 4 bytes at least, decodes to 128 KiB at most), above
-// the limit or below it, does not decompress and allocates about what its
-// bytes could decode to, not the limit (a 22-byte batch section allocated
-// twice the limit, the decoder's buffer doubling up to it).
-func TestZstdSizeThatLies(t *testing.T) {
+// TestSizeThatLies: a snappy block or a zstd frame declaring more than its
+// bytes can decode to, above the limit or below it, does not decompress
+// (UNKNOWN_SERVER_ERROR, as Kafka's codec stream throws), and nothing like
+// the size it declares is allocated. A snappy block encodes 64 bytes for 3
+// at most, raw or in xerial framing: nothing of its length is allocated. A
+// zstd block takes 4 bytes at least and decodes to 128 KiB at most: about
+// what those bytes could decode to is allocated, not the limit (a 22-byte
+// section allocated twice the limit, the decoder's buffer doubling up to it).
+func TestSizeThatLies(t *testing.T) {
 	b, _ := recordsOf(t, []Record{{Value: []byte("v")}})
 	for _, tc := range []struct {
 		name    string
+		codec   Codec
 		section []byte
+		most    uint64 // bytes it may allocate
 	}{
-		{"above the limit", zstdClaiming(bombSize)},
-		{"below the limit", zstdClaiming(MinDecompressedLimit / 2)},
-		{"after a frame", append(zstdStreamed(t, []byte("records")), zstdClaiming(MinDecompressedLimit/2)...)},
+		{"snappy above the limit", CodecSnappy, snappyClaiming(bombSize), 1 << 20},
+		{"snappy below the limit", CodecSnappy, snappyClaiming(MinDecompressedLimit / 2), 1 << 20},
+		{"xerial above the limit", CodecSnappy, xerialClaiming(bombSize), 1 << 20},
+		{"xerial below the limit", CodecSnappy, xerialClaiming(MinDecompressedLimit / 2), 1 << 20},
+		{"zstd above the limit", CodecZstd, zstdClaiming(bombSize), 4 << 20},
+		{"zstd below the limit", CodecZstd, zstdClaiming(MinDecompressedLimit / 2), 4 << 20},
+		{"zstd after a frame", CodecZstd, append(zstdStreamed(t, []byte("records")), zstdClaiming(MinDecompressedLimit/2)...), 4 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			batch := withSection(b, CodecZstd, tc.section, 1)
+			batch := withSection(b, tc.codec, tc.section, 1)
 			h, err := Validate(batch)
 			if err != nil {
 				t.Fatalf("header: %v", err)
@@ -247,7 +221,7 @@ func TestZstdSizeThatLies(t *testing.T) {
 			if !errors.Is(err, ErrDecompress) {
 				t.Errorf("err = %v, want %v", err, ErrDecompress)
 			}
-			if grown := after.TotalAlloc - before.TotalAlloc; grown > 4<<20 {
+			if grown := after.TotalAlloc - before.TotalAlloc; grown > tc.most {
 				t.Errorf("%d bytes allocated for a %d-byte section", grown, len(tc.section))
 			}
 		})

@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/strata-stream/strata/internal/batch/batchtest"
-	"github.com/strata-stream/strata/internal/metadata"
-	"github.com/strata-stream/strata/internal/remote"
-	"github.com/strata-stream/strata/internal/vfs"
 )
 
 // TestTieredFollowerRestoresProducerState: a follower that starts over at a
@@ -27,22 +24,7 @@ import (
 // the retry appended a second time.
 func TestTieredFollowerRestoresProducerState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store, err := remote.NewFile(vfs.NewMem(), "/objects")
-		if err != nil {
-			t.Fatal(err)
-		}
-		configs := map[string]string{"min.insync.replicas": "1", "remote.storage.enable": "true",
-			metadata.TopicInternalSegmentBytes: "4096", "local.retention.bytes": "8192"}
-		c := newMemClusterWith(t, 2, []int32{1, 2}, configs, store)
-		if _, err := c.produce(1, 3); err != nil {
-			t.Fatal(err)
-		}
-		c.isolate(2, true)
-		time.Sleep(3 * c.lagMax)
-		synctest.Wait()
-		if isr := c.partition().ISR; !slices.Equal(isr, []int32{1}) {
-			t.Fatalf("ISR %v, want [1]", isr)
-		}
+		c := tieredFollowerCutOff(t)
 		leader := c.replica(1)
 		const pid, bumped = 7, 8
 		build := func(pid int64, epoch int16, seq int32) []byte {
@@ -50,6 +32,7 @@ func TestTieredFollowerRestoresProducerState(t *testing.T) {
 		}
 		idempotent := func(seq int32) []byte { return build(pid, 0, seq) }
 		var last AppendResult
+		var err error
 		for seq := range int32(5) {
 			if last, err = leader.Append(idempotent(seq), 1); err != nil {
 				t.Fatal(err)

@@ -772,22 +772,7 @@ func TestTieredFollowerFetchBelowLocalStart(t *testing.T) {
 // the leader for its earliest-local offset), catches up and rejoins the ISR.
 func TestTieredFollowerCatchesUpFromLocalStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store, err := remote.NewFile(vfs.NewMem(), "/objects")
-		if err != nil {
-			t.Fatal(err)
-		}
-		configs := map[string]string{"min.insync.replicas": "1", "remote.storage.enable": "true",
-			metadata.TopicInternalSegmentBytes: "4096", "local.retention.bytes": "8192"}
-		c := newMemClusterWith(t, 2, []int32{1, 2}, configs, store)
-		if _, err := c.produce(1, 3); err != nil {
-			t.Fatal(err)
-		}
-		c.isolate(2, true)
-		time.Sleep(3 * c.lagMax)
-		synctest.Wait()
-		if isr := c.partition().ISR; !slices.Equal(isr, []int32{1}) {
-			t.Fatalf("ISR %v, want [1]", isr)
-		}
+		c := tieredFollowerCutOff(t)
 		leader := c.replica(1)
 		for range 60 {
 			if _, err := leader.Append(batchtest.Build(batchtest.Options{FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}), 1); err != nil {
@@ -818,4 +803,28 @@ func TestTieredFollowerCatchesUpFromLocalStart(t *testing.T) {
 		}
 		c.checkAgreement()
 	})
+}
+
+// tieredFollowerCutOff starts two replicas of a tiered topic with small
+// segments and local retention (inside a synctest bubble), and cuts follower
+// 2 off until it has left the ISR.
+func tieredFollowerCutOff(t *testing.T) *memCluster {
+	t.Helper()
+	store, err := remote.NewFile(vfs.NewMem(), "/objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := map[string]string{"min.insync.replicas": "1", "remote.storage.enable": "true",
+		metadata.TopicInternalSegmentBytes: "4096", "local.retention.bytes": "8192"}
+	c := newMemClusterWith(t, 2, []int32{1, 2}, configs, store)
+	if _, err := c.produce(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	c.isolate(2, true)
+	time.Sleep(3 * c.lagMax)
+	synctest.Wait()
+	if isr := c.partition().ISR; !slices.Equal(isr, []int32{1}) {
+		t.Fatalf("ISR %v, want [1]", isr)
+	}
+	return c
 }
