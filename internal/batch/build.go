@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -103,40 +102,11 @@ func Build(o BuildOptions, records []Record) ([]byte, error) {
 	return b, nil
 }
 
-var (
-	compressorsMu sync.Mutex
-	compressors   = map[Codec]kgo.Compressor{}
-	decompressor  = kgo.DefaultDecompressor()
-)
+var decompressor = kgo.DefaultDecompressor()
 
+// compress compresses b with codec at Kafka's default level for it.
 func compress(b []byte, codec Codec) ([]byte, error) {
-	compressorsMu.Lock()
-	c, ok := compressors[codec]
-	if !ok {
-		var cc kgo.CompressionCodec
-		switch codec {
-		case 1:
-			cc = kgo.GzipCompression()
-		case 2:
-			cc = kgo.SnappyCompression()
-		case 3:
-			cc = kgo.Lz4Compression()
-		case 4:
-			cc = kgo.ZstdCompression()
-		default:
-			compressorsMu.Unlock()
-			return nil, ErrBadCodec
-		}
-		var err error
-		if c, err = kgo.DefaultCompressor(cc); err != nil {
-			compressorsMu.Unlock()
-			return nil, err
-		}
-		compressors[codec] = c
-	}
-	compressorsMu.Unlock()
-	out, _ := c.Compress(new(bytes.Buffer), b)
-	return bytes.Clone(out), nil
+	return Compress(new(bytes.Buffer), b, Compression{Codec: codec, Level: DefaultLevel(codec)})
 }
 
 // Records decodes the records of one validated batch b (decompressing it when

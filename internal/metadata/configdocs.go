@@ -12,13 +12,14 @@ var configDocs = map[string]string{
 	// Topic keys.
 	"cleanup.policy": "How old segments are removed: delete (by retention.ms and retention.bytes), " +
 		"compact (keep the last record of each key) or both, comma separated; empty for neither (the log is kept whole).",
-	"compression.gzip.level": "The gzip level (1 to 9, -1 for gzip's own default) a broker that recompresses batches " +
-		"to gzip would use. Strata stores batches as produced and never recompresses, so the level is only kept.",
-	"compression.lz4.level": "The lz4 level (1 to 17) a broker that recompresses batches to lz4 would use. " +
-		"Strata stores batches as produced and never recompresses, so the level is only kept.",
-	"compression.zstd.level": "The zstd level (-131072 to 22) a broker that recompresses batches to zstd would use. " +
-		"Strata stores batches as produced and never recompresses, so the level is only kept.",
-	"compression.type": "The compression a topic's batches are to be stored with; producer keeps the producer's." + notActedOn,
+	"compression.gzip.level": "The gzip level (1 to 9, -1 for gzip's own default) of batches the leader compresses " +
+		"to gzip because compression.type is gzip.",
+	"compression.lz4.level": "The lz4 level (1 to 17; 9, the default, is lz4's fast compressor) of batches the leader " +
+		"compresses to lz4 because compression.type is lz4; Strata's lz4 library compresses levels above 9 as 9.",
+	"compression.zstd.level": "The zstd level (-131072 to 22) of batches the leader compresses to zstd because " +
+		"compression.type is zstd; Strata's zstd library has four speeds, each standing for a range of levels.",
+	"compression.type": "The codec a topic's batches are stored with: uncompressed, gzip, snappy, lz4 or zstd (the leader " +
+		"rebuilds each produced batch of another codec with it), or producer (each batch stored as produced).",
 	"delete.retention.ms": "How long a compacted topic keeps a tombstone (a record with a null value) " +
 		"after compaction reached it, so consumers still see the delete.",
 	TopicDeadLetterGroupEnable: "Whether share groups may use this topic as their dead-letter topic " +

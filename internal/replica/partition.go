@@ -559,7 +559,7 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 	// A compressed batch's records are decompressed once into buf for every
 	// check, and buf goes back to the pool before the append waits its turn.
 	buf := batch.GetRecordsBuffer()
-	first, err := validateProduced(records, cfg, opts, buf)
+	records, first, err := validateProduced(records, cfg, opts, buf)
 	buf.Release()
 	if err != nil {
 		return AppendResult{}, err
@@ -571,34 +571,31 @@ func (p *Partition) AppendWith(records []byte, acks int16, opts AppendOpts) (App
 
 // validateProduced checks a client's (or a coordinator's, opts) batches as
 // Kafka's LogValidator does before they are appended, reading the records of
-// a compressed batch in buf, and returns the first batch's header.
-func validateProduced(records []byte, cfg *metadata.TopicConfig, opts AppendOpts, buf *batch.RecordsBuffer) (batch.Header, error) {
+// a compressed batch in buf. It returns the batches to append (records, or
+// the batch rebuilt with the codec the topic's compression.type names) and
+// the first one's header.
+func validateProduced(records []byte, cfg *metadata.TopicConfig, opts AppendOpts, buf *batch.RecordsBuffer) ([]byte, batch.Header, error) {
 	var first batch.Header
 	n := 0
 	window := timestampWindowOf(cfg, time.Now().UnixMilli())
+	target, recompress := storedCompression(cfg)
+	compressedPath := recompress && target.Codec != batch.CodecNone
+	var rebuilt []byte
 	it := batch.NewIter(records)
 	for ; it.Next(); n++ {
 		h := it.Header()
 		if n == 0 {
 			first = h
 		}
-		if h.Size() > int(cfg.MaxMessageBytes) {
-			return batch.Header{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, h.Size(), cfg.MaxMessageBytes)
+		if err := checkProducedBatch(h, n, cfg, opts); err != nil {
+			return nil, batch.Header{}, err
 		}
-		if h.Control() {
-			return batch.Header{}, fmt.Errorf("%w: clients may not write control batches", ErrInvalidRecord)
-		}
-		if h.Transactional() && !h.Idempotent() {
-			return batch.Header{}, fmt.Errorf("%w: a transactional batch needs a producer id", ErrInvalidRecord)
-		}
-		if h.Idempotent() && n > 0 {
-			return batch.Header{}, fmt.Errorf("%w: an idempotent producer sends one batch per partition per request", ErrInvalidRecord)
-		}
-		// Kafka's LogValidator.validateBatch, for a client's batch only: a
-		// coordinator's transactional batches carry sequence -1 and are
-		// appended by AppendAsCoordinator, not here.
-		if h.Idempotent() && h.BaseSequence < 0 && !opts.Coordinator {
-			return batch.Header{}, fmt.Errorf("%w: invalid sequence number %d in a record batch with producer id %d", ErrInvalidRecord, h.BaseSequence, h.ProducerID)
+		// Kafka's LogValidator takes the compressed path when a batch is
+		// compressed or the topic names a codec, and that path takes one
+		// batch only.
+		compressedPath = compressedPath || h.Codec() != batch.CodecNone
+		if compressedPath && n > 0 {
+			return nil, batch.Header{}, fmt.Errorf("%w: compressed outer record has more than one batch", ErrInvalidRecord)
 		}
 		// Kafka's LogValidator reads every record, decompressing a
 		// compressed batch; the records are walked in place (an
@@ -608,29 +605,80 @@ func validateProduced(records []byte, cfg *metadata.TopicConfig, opts AppendOpts
 		// holds them.
 		recs, err := batch.ValidateRecords(h, it.Batch(), buf, int(cfg.MaxDecompressedMessageBytes))
 		if err != nil {
-			return batch.Header{}, err
+			return nil, batch.Header{}, err
 		}
 		if cfg.CleanupPolicy&metadata.CleanupCompact != 0 {
 			if err := requireKeys(h, recs); err != nil {
-				return batch.Header{}, err
+				return nil, batch.Header{}, err
 			}
 		}
 		if !opts.Coordinator {
 			if err := window.check(h, recs); err != nil {
-				return batch.Header{}, err
+				return nil, batch.Header{}, err
 			}
 		}
 		if err := refuseLogAppendTime(h); err != nil {
-			return batch.Header{}, err
+			return nil, batch.Header{}, err
+		}
+		if recompress && h.Codec() != target.Codec {
+			if rebuilt, err = batch.Recompress(it.Batch(), h, recs, target); err != nil {
+				return nil, batch.Header{}, err
+			}
 		}
 	}
 	if err := it.Err(); err != nil {
-		return batch.Header{}, err
+		return nil, batch.Header{}, err
 	}
 	if n == 0 {
-		return batch.Header{}, fmt.Errorf("%w: no record batch", batch.ErrInvalid)
+		return nil, batch.Header{}, fmt.Errorf("%w: no record batch", batch.ErrInvalid)
 	}
-	return first, nil
+	if rebuilt == nil {
+		return records, first, nil
+	}
+	// Kafka checks a rebuilt batch's size again.
+	if len(rebuilt) > int(cfg.MaxMessageBytes) {
+		return nil, batch.Header{}, fmt.Errorf("%w: batch of %d bytes once stored with compression.type %s, max.message.bytes is %d",
+			ErrRecordTooLarge, len(rebuilt), cfg.CompressionType, cfg.MaxMessageBytes)
+	}
+	return rebuilt, first, nil
+}
+
+// checkProducedBatch holds produced batch h, the request's nth, to Kafka's
+// LogValidator.validateBatch and the topic's max.message.bytes.
+func checkProducedBatch(h batch.Header, n int, cfg *metadata.TopicConfig, opts AppendOpts) error {
+	switch {
+	case h.Size() > int(cfg.MaxMessageBytes):
+		return fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, h.Size(), cfg.MaxMessageBytes)
+	case h.Control():
+		return fmt.Errorf("%w: clients may not write control batches", ErrInvalidRecord)
+	case h.Transactional() && !h.Idempotent():
+		return fmt.Errorf("%w: a transactional batch needs a producer id", ErrInvalidRecord)
+	case h.Idempotent() && n > 0:
+		return fmt.Errorf("%w: an idempotent producer sends one batch per partition per request", ErrInvalidRecord)
+	case h.Idempotent() && h.BaseSequence < 0 && !opts.Coordinator:
+		// For a client's batch only: a coordinator's transactional batches
+		// carry sequence -1 and are appended by AppendAsCoordinator.
+		return fmt.Errorf("%w: invalid sequence number %d in a record batch with producer id %d", ErrInvalidRecord, h.BaseSequence, h.ProducerID)
+	}
+	return nil
+}
+
+// storedCompression is the compression the topic's compression.type names
+// for its batches, and false for producer (each batch stored as produced).
+func storedCompression(cfg *metadata.TopicConfig) (batch.Compression, bool) {
+	switch cfg.CompressionType {
+	case "uncompressed":
+		return batch.Compression{Codec: batch.CodecNone}, true
+	case "gzip":
+		return batch.Compression{Codec: batch.CodecGzip, Level: int(cfg.CompressionGzipLevel)}, true
+	case "snappy":
+		return batch.Compression{Codec: batch.CodecSnappy}, true
+	case "lz4":
+		return batch.Compression{Codec: batch.CodecLZ4, Level: int(cfg.CompressionLz4Level)}, true
+	case "zstd":
+		return batch.Compression{Codec: batch.CodecZstd, Level: int(cfg.CompressionZstdLevel)}, true
+	}
+	return batch.Compression{}, false
 }
 
 func (p *Partition) appendLocked(records []byte, first batch.Header, opts AppendOpts) (AppendResult, error) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -347,44 +346,8 @@ func (c *cleaner) rebuild(h *batch.Header, n int32, maxDelta int64) ([]byte, err
 	return c.out, nil
 }
 
-// compressors holds one compressor per codec, made on first use; a kgo
-// Compressor is safe for concurrent use (its encoders are pooled).
-var compressors struct {
-	sync.Mutex
-	byCodec [batch.CodecZstd + 1]kgo.Compressor
-}
-
-func compressorFor(codec batch.Codec) (kgo.Compressor, error) {
-	compressors.Lock()
-	defer compressors.Unlock()
-	if codec <= batch.CodecNone || codec > batch.CodecZstd {
-		return nil, batch.ErrBadCodec
-	}
-	if c := compressors.byCodec[codec]; c != nil {
-		return c, nil
-	}
-	cc := map[batch.Codec]kgo.CompressionCodec{
-		batch.CodecGzip: kgo.GzipCompression(), batch.CodecSnappy: kgo.SnappyCompression(),
-		batch.CodecLZ4: kgo.Lz4Compression(), batch.CodecZstd: kgo.ZstdCompression(),
-	}[codec]
-	c, err := kgo.DefaultCompressor(cc)
-	if err != nil {
-		return nil, err
-	}
-	compressors.byCodec[codec] = c
-	return c, nil
-}
-
 // compress compresses records with codec.
 func (c *cleaner) compress(codec batch.Codec, records []byte) ([]byte, error) {
-	comp, err := compressorFor(codec)
-	if err != nil {
-		return nil, err
-	}
 	c.zbuf.Reset()
-	out, used := comp.Compress(&c.zbuf, records)
-	if used != kgo.CompressionCodecType(codec) {
-		return nil, fmt.Errorf("storage: compressing with codec %d failed", codec)
-	}
-	return out, nil
+	return batch.Compress(&c.zbuf, records, batch.Compression{Codec: codec, Level: batch.DefaultLevel(codec)})
 }

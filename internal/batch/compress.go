@@ -1,0 +1,163 @@
+package batch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Compression is a codec and the level to compress at, in Kafka's terms (the
+// topic configs compression.gzip.level: -1 or 1-9; compression.lz4.level:
+// 1-17; compression.zstd.level: -131072-22; snappy has no level).
+type Compression struct {
+	Codec Codec
+	Level int
+}
+
+// DefaultLevel is Kafka's default level for codec (0 for none and snappy).
+func DefaultLevel(codec Codec) int {
+	switch codec {
+	case CodecGzip:
+		return -1
+	case CodecLZ4:
+		return 9
+	case CodecZstd:
+		return 3
+	}
+	return 0
+}
+
+// kgoCodec is c in franz-go's terms. Kafka's lz4 compresses its default level
+// (9) with lz4's fast compressor and every other level with the high
+// compressor at that level, which franz-go's lz4 library takes up to 9; zstd
+// levels are mapped to the encoder's four speeds as zstd's own levels are.
+func (c Compression) kgoCodec() (kgo.CompressionCodec, error) {
+	switch c.Codec {
+	case CodecGzip:
+		return kgo.GzipCompression().WithLevel(c.Level), nil
+	case CodecSnappy:
+		return kgo.SnappyCompression(), nil
+	case CodecLZ4:
+		level := 0 // the fast compressor
+		if c.Level != DefaultLevel(CodecLZ4) {
+			level = 1 << (7 + min(max(c.Level, 1), 9)) // the library's Level1 (1<<8) .. Level9 (1<<16)
+		}
+		return kgo.Lz4Compression().WithLevel(level), nil
+	case CodecZstd:
+		return kgo.ZstdCompression().WithLevel(int(zstd.EncoderLevelFromZstd(c.Level))), nil
+	}
+	return kgo.CompressionCodec{}, ErrBadCodec
+}
+
+// compressors holds one franz-go compressor per Compression, made on first
+// use; a compressor is safe for concurrent use (its encoders are pooled).
+var compressors = struct {
+	sync.Mutex
+	m map[Compression]kgo.Compressor
+}{m: map[Compression]kgo.Compressor{}}
+
+// Compress appends the compression of records by c to dst and returns it.
+func Compress(dst *bytes.Buffer, records []byte, c Compression) ([]byte, error) {
+	compressors.Lock()
+	comp, ok := compressors.m[c]
+	if !ok {
+		cc, err := c.kgoCodec()
+		if err == nil {
+			comp, err = kgo.DefaultCompressor(cc)
+		}
+		if err != nil {
+			compressors.Unlock()
+			return nil, err
+		}
+		compressors.m[c] = comp
+	}
+	compressors.Unlock()
+	out, used := comp.Compress(dst, records)
+	if used != kgo.CompressionCodecType(c.Codec) {
+		return nil, fmt.Errorf("batch: compressing with codec %d failed", c.Codec)
+	}
+	return out, nil
+}
+
+// compressBuffers are Recompress's scratch buffers.
+var compressBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// Recompress rebuilds produced batch b (header h, records its record section,
+// decompressed, as ValidateRecords returned it) with its records compressed
+// by c (or uncompressed, codec none), as Kafka's LogValidator rebuilds a batch
+// whose codec is not the one the topic's compression.type names. The batch
+// keeps its producer id, epoch, base sequence, transactional bit, first
+// timestamp and records; records whose offset deltas are not 0, 1, ... are
+// renumbered so (Kafka assigns offsets of its own then too), and the max
+// timestamp is taken from the records. The base offset and leader epoch are
+// the leader's to set at append. The batch returned is newly allocated.
+func Recompress(b []byte, h Header, records []byte, c Compression) ([]byte, error) {
+	scratch := compressBuffers.Get().(*bytes.Buffer)
+	defer compressBuffers.Put(scratch)
+	scratch.Reset()
+	body, maxDelta, err := renumbered(scratch.AvailableBuffer(), records, h.NumRecords)
+	if err != nil {
+		return nil, err
+	}
+	if c.Codec != CodecNone {
+		// body may alias scratch; compress into a second buffer.
+		zbuf := compressBuffers.Get().(*bytes.Buffer)
+		defer compressBuffers.Put(zbuf)
+		zbuf.Reset()
+		if body, err = Compress(zbuf, body, c); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]byte, HeaderSize, HeaderSize+len(body))
+	copy(out, b[:HeaderSize])
+	out = append(out, body...)
+	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-LengthPrefix))
+	attrs := h.Attributes&^codecMask | int16(c.Codec)
+	binary.BigEndian.PutUint16(out[offAttributes:], uint16(attrs))
+	binary.BigEndian.PutUint32(out[offLastOffsetDelta:], uint32(h.NumRecords-1))
+	binary.BigEndian.PutUint64(out[offMaxTimestamp:], uint64(h.FirstTimestamp+maxDelta))
+	binary.BigEndian.PutUint32(out[offCRC:], crc(out[crcStart:]))
+	return out, nil
+}
+
+// renumbered appends the n records of records to dst, each with offset delta
+// equal to its index (a record already so is copied as it is), and returns
+// them with the largest timestamp delta.
+func renumbered(dst, records []byte, n int32) ([]byte, int64, error) {
+	var maxDelta int64
+	i := int32(0)
+	err := WalkRecords(records, n, func(r RawRecord) error {
+		if i == 0 || r.TimestampDelta > maxDelta {
+			maxDelta = r.TimestampDelta
+		}
+		if r.OffsetDelta == i {
+			dst = append(dst, r.Bytes...)
+		} else {
+			dst = appendWithOffsetDelta(dst, r.Bytes, i)
+		}
+		i++
+		return nil
+	})
+	return dst, maxDelta, err
+}
+
+// appendWithOffsetDelta appends record rec (length varint included, as
+// WalkRecords gives it) with its offset delta replaced by delta.
+func appendWithOffsetDelta(dst, rec []byte, delta int32) []byte {
+	_, k := binary.Varint(rec)
+	body := rec[k:]
+	_, t := binary.Varint(body[1:]) // after the attributes byte
+	head := body[:1+t]              // attributes and timestamp delta
+	_, o := binary.Varint(body[len(head):])
+	tail := body[len(head)+o:]
+	var d [binary.MaxVarintLen32]byte
+	dn := binary.PutVarint(d[:], int64(delta))
+	dst = binary.AppendVarint(dst, int64(len(head)+dn+len(tail)))
+	dst = append(dst, head...)
+	dst = append(dst, d[:dn]...)
+	return append(dst, tail...)
+}

@@ -1,0 +1,94 @@
+package batch
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestCompressionLevels: Kafka's levels reach the codec (a level of more
+// effort gives another, here smaller, output), and every level's output
+// decompresses to the input.
+func TestCompressionLevels(t *testing.T) {
+	// Words of a small vocabulary in a pseudo-random order: repeats at
+	// every distance, as in text, where the codecs' efforts differ.
+	words := bytes.Fields([]byte("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon"))
+	var in []byte
+	x := uint32(1)
+	for range 20000 {
+		x = x*1664525 + 1013904223
+		in = append(append(in, words[x>>16%uint32(len(words))]...), ' ')
+	}
+	for _, tc := range []struct {
+		codec      Codec
+		fast, best int
+	}{
+		{CodecGzip, 1, 9},
+		{CodecLZ4, 9, 17}, // 9, Kafka's default, is lz4's fast compressor
+		{CodecZstd, 1, 19},
+	} {
+		var sizes []int
+		for _, level := range []int{tc.fast, DefaultLevel(tc.codec), tc.best} {
+			out, err := Compress(new(bytes.Buffer), in, Compression{Codec: tc.codec, Level: level})
+			if err != nil {
+				t.Fatalf("codec %d level %d: %v", tc.codec, level, err)
+			}
+			back, err := decompressor.Decompress(out, kgo.CompressionCodecType(tc.codec))
+			if err != nil || !bytes.Equal(back, in) {
+				t.Fatalf("codec %d level %d: does not round-trip: %v", tc.codec, level, err)
+			}
+			sizes = append(sizes, len(out))
+		}
+		if sizes[2] >= sizes[0] {
+			t.Errorf("codec %d: level %d gave %d bytes, level %d %d: the level changes nothing", tc.codec, tc.best, sizes[2], tc.fast, sizes[0])
+		}
+	}
+}
+
+// TestRecompress: a rebuilt batch keeps its header's producer fields and
+// timestamps, takes the new codec and renumbers records whose offset
+// deltas have gaps (as Kafka assigns offsets of its own then).
+func TestRecompress(t *testing.T) {
+	recs := []Record{
+		{Key: []byte("a"), Value: []byte("1"), OffsetDelta: 0},
+		{Key: []byte("b"), Value: nil, TimestampDelta: 5, OffsetDelta: 3},
+		{Key: nil, Value: []byte("3"), TimestampDelta: 2, OffsetDelta: 200},
+	}
+	b, err := Build(BuildOptions{FirstTimestamp: 1000, Idempotent: true, ProducerID: 4, ProducerEpoch: 1, BaseSequence: 10,
+		Transactional: true, KeepOffsetDeltas: true, LastOffsetDelta: 2}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, codec := range []Codec{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		out, err := Recompress(b, h, b[HeaderSize:], Compression{Codec: codec, Level: DefaultLevel(codec)})
+		if err != nil {
+			t.Fatalf("codec %d: %v", codec, err)
+		}
+		oh, err := Validate(out)
+		if err != nil {
+			t.Fatalf("codec %d: rebuilt batch invalid: %v", codec, err)
+		}
+		if oh.Codec() != codec || oh.ProducerID != 4 || oh.ProducerEpoch != 1 || oh.BaseSequence != 10 || !oh.Transactional() ||
+			oh.FirstTimestamp != 1000 || oh.MaxTimestamp != 1005 || oh.NumRecords != 3 || oh.LastOffsetDelta != 2 {
+			t.Fatalf("codec %d: header %+v", codec, oh)
+		}
+		i := int32(0)
+		err = Records(out, func(_ Header, r Record) error {
+			want := recs[i]
+			if r.OffsetDelta != i || r.TimestampDelta != want.TimestampDelta || !bytes.Equal(r.Key, want.Key) ||
+				!bytes.Equal(r.Value, want.Value) || (r.Value == nil) != (want.Value == nil) || (r.Key == nil) != (want.Key == nil) {
+				t.Errorf("codec %d: record %d = %+v, want %+v at offset delta %d", codec, i, r, want, i)
+			}
+			i++
+			return nil
+		})
+		if err != nil || i != 3 {
+			t.Fatalf("codec %d: %d records read, %v", codec, i, err)
+		}
+	}
+}
