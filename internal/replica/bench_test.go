@@ -79,13 +79,32 @@ func BenchmarkLeaderAppend(b *testing.B) {
 }
 
 func benchmarkLeaderAppend(b *testing.B, records []byte) {
-	p := discardingPartition(b, 1, &metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1})
+	benchmarkAppendTo(b, discardingPartition(b, 1, &metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}), records)
+}
+
+// benchmarkAppendTo appends records to leader p, b.N times.
+func benchmarkAppendTo(b *testing.B, p *Partition, records []byte) {
 	b.SetBytes(int64(len(records)))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := p.Append(records, 1); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkLeaderAppendRecompress measures a leader's append of an
+// uncompressed batch to a topic whose compression.type names a codec, which
+// rebuilds the batch with it (the cost a Kafka leader pays too).
+func BenchmarkLeaderAppendRecompress(b *testing.B) {
+	for _, ct := range []string{"lz4", "zstd", "gzip", "snappy"} {
+		b.Run("compression.type="+ct, func(b *testing.B) {
+			p := discardingPartition(b, 1, &metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1})
+			cfg := metadata.DefaultTopicConfig()
+			cfg.CompressionType = ct
+			p.setConfig(&cfg)
+			benchmarkAppendTo(b, p, batchtest.Build(batchtest.Options{Records: jsonValues(64, 1024)}))
+		})
 	}
 }
 
