@@ -15,7 +15,7 @@ import (
 // storage.Tier:
 //
 //   - RunTiering uploads, on the leader, every closed segment below the
-//     high-water mark, retrying with backoff while the store fails (appends and
+//     last stable offset once remote.copy.lag.ms / .bytes let it go, retrying with backoff while the store fails (appends and
 //     local reads go on meanwhile; the upload lag grows); nothing
 //     with remote.log.copy.disable=true.
 //   - The cleaner applies local retention (local.retention.*) only to uploaded
@@ -57,8 +57,14 @@ func tierRetention(tc metadata.TopicConfig) storage.TierRetention {
 	}
 }
 
+// tierCopyLag maps a topic's remote.copy.lag.ms and .bytes onto a tier's.
+func tierCopyLag(tc metadata.TopicConfig) storage.CopyLag {
+	ms, bytes := tc.RemoteCopyLag()
+	return storage.CopyLag{Age: millis(ms), Bytes: bytes}
+}
+
 // applyTier gives p a tier when its topic enables remote storage and this broker
-// has a store, updates its retention and whether it uploads
+// has a store, updates its retention, copy lag and whether it uploads
 // (remote.log.copy.disable), or drops it when the topic no longer enables
 // remote storage. A leader that drops it for remote.storage.enable=false with
 // remote.log.delete.on.disable=true deletes the remote part (KIP-950, as
@@ -89,6 +95,7 @@ func (m *Manager) applyTier(p *Partition, tc metadata.TopicConfig) {
 			Prefix:    tierPrefix(p.Topic, p.TopicID, p.Index),
 			Cache:     m.opts.RemoteCache,
 			Retention: tierRetention(tc),
+			CopyLag:   tierCopyLag(tc),
 			Now:       m.now,
 			// The producer state uploaded with each segment, which a
 			// follower that starts over at the leader's local start restores.
@@ -98,6 +105,7 @@ func (m *Manager) applyTier(p *Partition, tc metadata.TopicConfig) {
 		p.tier.Store(tier)
 	default:
 		tier.SetRetention(tierRetention(tc))
+		tier.SetCopyLag(tierCopyLag(tc))
 		tier.SetCopyDisabled(tc.RemoteLogCopyDisable)
 	}
 }
