@@ -265,8 +265,12 @@ func (p *Partition) ReadableLogStart() (int64, error) {
 // before leaderStart, and the producer-state snapshot uploaded with it
 // (storage.Tier.RemoteAuxState, within one remote read's time); else, or
 // without a snapshot (a segment uploaded before snapshots were), leaderStart
-// and no state. The leader epochs below need no restoring: a tiered leader
-// answers them from the manifest (storage.Tier.EndOffsetForEpoch).
+// and no state. A snapshot that is missing, fails its checks or does not
+// decode is no state either, with the reason in lost: Kafka's follower drops
+// a snapshot that does not load (ProducerStateManager, CorruptSnapshotException)
+// and starts with none; retrying would find the same bytes for ever. The
+// leader epochs below need no restoring: a tiered leader answers them from
+// the manifest (storage.Tier.EndOffsetForEpoch).
 func (p *Partition) remoteAuxState(ctx context.Context, leaderStart int64) (restartState, error) {
 	tier := p.tier.Load()
 	if tier == nil {
@@ -275,12 +279,16 @@ func (p *Partition) remoteAuxState(ctx context.Context, leaderStart int64) (rest
 	ctx, cancel := context.WithTimeout(ctx, defaultRemoteReadTimeout)
 	defer cancel()
 	start, snapshot, err := tier.RemoteAuxState(ctx, leaderStart)
-	if err != nil || snapshot == nil {
+	switch {
+	case errors.Is(err, storage.ErrSnapshotDamaged):
+		return restartState{start: start, lost: err}, nil
+	case err != nil || snapshot == nil:
 		return restartState{start: start}, err
 	}
 	producers, txns, err := decodeSnapshot(snapshot)
 	if err != nil {
-		return restartState{}, fmt.Errorf("%w: the producer snapshot of the remote segment ending at %d: %v", storage.ErrRemoteCorrupt, start, err)
+		err = fmt.Errorf("%w: the producer snapshot of the remote segment ending at %d: %v", storage.ErrSnapshotDamaged, start, err)
+		return restartState{start: start, lost: err}, nil
 	}
 	if cutoff, ok := p.expiry.cutoff(); ok {
 		producers.expire(cutoff, txns.inTxn)

@@ -26,6 +26,9 @@ var (
 	// ErrRemoteCorrupt: a remote object failed its checksum or does not parse. The
 	// bytes are never served; retriable once the object is repaired.
 	ErrRemoteCorrupt = errors.New("storage: remote object corrupt")
+	// ErrSnapshotDamaged (an ErrRemoteCorrupt): a producer-state snapshot the
+	// manifest names is missing from the store or fails its checks.
+	ErrSnapshotDamaged = fmt.Errorf("%w: producer snapshot damaged", ErrRemoteCorrupt)
 	// errManifestChanged (wrapped in ErrRemoteUnavailable): the stored
 	// manifest is no longer the tier's copy, though no newer leader wrote it
 	// (a deposed one committed before its successor wrote anything); the copy
