@@ -58,11 +58,13 @@ var configDocs = map[string]string{
 		"their fsyncs skip the file system's journal commit; the zeros are written on top of the data. " +
 		"Applies to a partition's log when it is opened.",
 	"remote.copy.lag.bytes": "For a tiered topic, how many bytes of newer local data a sealed segment waits for before " +
-		"it may be uploaded (0 at once, -1 local.retention.bytes). Strata uploads every sealed segment on its next " +
-		"upload pass and does not read this value; a positive one must not exceed a bounded local retention.",
+		"it may be uploaded, unless remote.copy.lag.ms lets it go first (0 at once, -1 local.retention.bytes; " +
+		"unbounded, no size check). A segment held back stays local, and holds back those after it; a positive " +
+		"value must not exceed a bounded local retention.",
 	"remote.copy.lag.ms": "For a tiered topic, how long after its newest record a sealed segment waits before it may " +
-		"be uploaded (0 at once, -1 local.retention.ms). Strata uploads every sealed segment on its next upload pass " +
-		"and does not read this value; a positive one must not exceed a bounded local retention.",
+		"be uploaded, unless remote.copy.lag.bytes lets it go first (0 at once, -1 local.retention.ms; unbounded, " +
+		"no time check). A segment held back stays local, and holds back those after it; a positive value must " +
+		"not exceed a bounded local retention.",
 	"remote.log.copy.disable": "On a tiered topic, stops uploading segments; the remote part is still read " +
 		"and kept by retention.ms and retention.bytes (local retention must then equal them).",
 	"remote.log.delete.on.disable": "Must be true to turn remote.storage.enable off on a tiered topic: the " +

@@ -132,7 +132,7 @@ type TopicConfig struct {
 	RemoteLogCopyDisable     bool
 	RemoteLogDeleteOnDisable bool
 	// RemoteCopyLagMs and RemoteCopyLagBytes are Kafka's upload eligibility
-	// lags (-1: the local retention); Strata's uploader does not read them.
+	// lags (-1: the local retention; RemoteCopyLag resolves them).
 	RemoteCopyLagBytes int64
 	RemoteCopyLagMs    int64
 	RetentionBytes     int64

@@ -91,3 +91,19 @@ func (c TopicConfig) LocalRetention() (ms, bytes int64) {
 	}
 	return ms, bytes
 }
+
+// RemoteCopyLag returns how long and for how many newer bytes a tiered
+// topic's closed segments wait before upload (remote.copy.lag.ms and
+// remote.copy.lag.bytes, -1 resolved to the local retention as Kafka 4.4's
+// LogConfig does; 0 is at once, a negative result never).
+func (c TopicConfig) RemoteCopyLag() (ms, bytes int64) {
+	localMs, localBytes := c.LocalRetention()
+	ms, bytes = c.RemoteCopyLagMs, c.RemoteCopyLagBytes
+	if ms == -1 {
+		ms = localMs
+	}
+	if bytes == -1 {
+		bytes = localBytes
+	}
+	return ms, bytes
+}

@@ -110,3 +110,32 @@ func TestCheckTopicConfigsDisablingTiers(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteCopyLag: remote.copy.lag.ms / .bytes of -1 stand for the
+// effective local retention, as Kafka 4.4's LogConfig.remoteCopyLagMs /
+// remoteCopyLagBytes resolve them; other values are themselves.
+func TestRemoteCopyLag(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		lagMs, lagBytes     int64
+		localMs, localBytes int64
+		totalMs, totalBytes int64
+		wantMs, wantBytes   int64
+	}{
+		{"defaults", 0, -1, -2, -2, 604800000, -1, 0, -1},
+		{"explicit", 5, 6, 100, 200, 1000, 2000, 5, 6},
+		{"-1 is the local retention", -1, -1, 100, 200, 1000, 2000, 100, 200},
+		{"-1 with -2 local is the total", -1, -1, -2, -2, 1000, 2000, 1000, 2000},
+		{"-1 with unbounded local", -1, -1, -1, -1, -1, -1, -1, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultTopicConfig()
+			c.RemoteCopyLagMs, c.RemoteCopyLagBytes = tc.lagMs, tc.lagBytes
+			c.LocalRetentionMs, c.LocalRetentionBytes = tc.localMs, tc.localBytes
+			c.RetentionMs, c.RetentionBytes = tc.totalMs, tc.totalBytes
+			if ms, b := c.RemoteCopyLag(); ms != tc.wantMs || b != tc.wantBytes {
+				t.Fatalf("RemoteCopyLag() = %d, %d; want %d, %d", ms, b, tc.wantMs, tc.wantBytes)
+			}
+		})
+	}
+}

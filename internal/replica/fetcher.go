@@ -295,6 +295,10 @@ func (f *fetcher) apply(ctx context.Context, p *Partition, epoch int32, from int
 		if err != nil {
 			return err
 		}
+		if aux.lost != nil {
+			f.m.log.Warn("remote producer snapshot unusable: the follower starts over without the producer state below it", "topic", p.Topic, "partition", p.Index,
+				"start_offset", aux.start, "err", aux.lost)
+		}
 		f.m.log.Info("follower behind the leader's local log start: starting over there", "topic", p.Topic, "partition", p.Index,
 			"log_end_offset", from, "leader_local_log_start_offset", leaderStart, "start_offset", aux.start, "producers_restored", aux.producers != nil)
 		return p.restartAt(epoch, from, aux)

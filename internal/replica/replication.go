@@ -652,11 +652,13 @@ func (p *Partition) lowerHighWatermarkTo(offset int64) {
 }
 
 // restartState is where a follower starts over and the producer and
-// transaction state it starts with (nil: none).
+// transaction state it starts with (nil: none; lost, when set, says why the
+// state that should have been restored was not).
 type restartState struct {
 	start     int64
 	producers *producerState
 	txns      *txnState
+	lost      error
 }
 
 // restartAt empties this follower's log and starts it at r.start (the leader's

@@ -15,7 +15,7 @@ import (
 // storage.Tier:
 //
 //   - RunTiering uploads, on the leader, every closed segment below the
-//     high-water mark, retrying with backoff while the store fails (appends and
+//     last stable offset once remote.copy.lag.ms / .bytes let it go, retrying with backoff while the store fails (appends and
 //     local reads go on meanwhile; the upload lag grows); nothing
 //     with remote.log.copy.disable=true.
 //   - The cleaner applies local retention (local.retention.*) only to uploaded
@@ -57,8 +57,14 @@ func tierRetention(tc metadata.TopicConfig) storage.TierRetention {
 	}
 }
 
+// tierCopyLag maps a topic's remote.copy.lag.ms and .bytes onto a tier's.
+func tierCopyLag(tc metadata.TopicConfig) storage.CopyLag {
+	ms, bytes := tc.RemoteCopyLag()
+	return storage.CopyLag{Age: millis(ms), Bytes: bytes}
+}
+
 // applyTier gives p a tier when its topic enables remote storage and this broker
-// has a store, updates its retention and whether it uploads
+// has a store, updates its retention, copy lag and whether it uploads
 // (remote.log.copy.disable), or drops it when the topic no longer enables
 // remote storage. A leader that drops it for remote.storage.enable=false with
 // remote.log.delete.on.disable=true deletes the remote part (KIP-950, as
@@ -89,6 +95,7 @@ func (m *Manager) applyTier(p *Partition, tc metadata.TopicConfig) {
 			Prefix:    tierPrefix(p.Topic, p.TopicID, p.Index),
 			Cache:     m.opts.RemoteCache,
 			Retention: tierRetention(tc),
+			CopyLag:   tierCopyLag(tc),
 			Now:       m.now,
 			// The producer state uploaded with each segment, which a
 			// follower that starts over at the leader's local start restores.
@@ -98,6 +105,7 @@ func (m *Manager) applyTier(p *Partition, tc metadata.TopicConfig) {
 		p.tier.Store(tier)
 	default:
 		tier.SetRetention(tierRetention(tc))
+		tier.SetCopyLag(tierCopyLag(tc))
 		tier.SetCopyDisabled(tc.RemoteLogCopyDisable)
 	}
 }
@@ -257,8 +265,12 @@ func (p *Partition) ReadableLogStart() (int64, error) {
 // before leaderStart, and the producer-state snapshot uploaded with it
 // (storage.Tier.RemoteAuxState, within one remote read's time); else, or
 // without a snapshot (a segment uploaded before snapshots were), leaderStart
-// and no state. The leader epochs below need no restoring: a tiered leader
-// answers them from the manifest (storage.Tier.EndOffsetForEpoch).
+// and no state. A snapshot that is missing, fails its checks or does not
+// decode is no state either, with the reason in lost: Kafka's follower drops
+// a snapshot that does not load (ProducerStateManager, CorruptSnapshotException)
+// and starts with none; retrying would find the same bytes for ever. The
+// leader epochs below need no restoring: a tiered leader answers them from
+// the manifest (storage.Tier.EndOffsetForEpoch).
 func (p *Partition) remoteAuxState(ctx context.Context, leaderStart int64) (restartState, error) {
 	tier := p.tier.Load()
 	if tier == nil {
@@ -267,12 +279,16 @@ func (p *Partition) remoteAuxState(ctx context.Context, leaderStart int64) (rest
 	ctx, cancel := context.WithTimeout(ctx, defaultRemoteReadTimeout)
 	defer cancel()
 	start, snapshot, err := tier.RemoteAuxState(ctx, leaderStart)
-	if err != nil || snapshot == nil {
+	switch {
+	case errors.Is(err, storage.ErrSnapshotDamaged):
+		return restartState{start: start, lost: err}, nil
+	case err != nil || snapshot == nil:
 		return restartState{start: start}, err
 	}
 	producers, txns, err := decodeSnapshot(snapshot)
 	if err != nil {
-		return restartState{}, fmt.Errorf("%w: the producer snapshot of the remote segment ending at %d: %v", storage.ErrRemoteCorrupt, start, err)
+		err = fmt.Errorf("%w: the producer snapshot of the remote segment ending at %d: %v", storage.ErrSnapshotDamaged, start, err)
+		return restartState{start: start, lost: err}, nil
 	}
 	if cutoff, ok := p.expiry.cutoff(); ok {
 		producers.expire(cutoff, txns.inTxn)

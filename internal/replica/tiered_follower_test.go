@@ -1,14 +1,17 @@
 package replica
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/strata-stream/strata/internal/batch/batchtest"
+	"github.com/strata-stream/strata/internal/remote"
 )
 
 // TestTieredFollowerRestoresProducerState: a follower that starts over at a
@@ -86,4 +89,80 @@ func TestTieredFollowerRestoresProducerState(t *testing.T) {
 			t.Errorf("a gap in the producer's sequences (8 after 4) on the new leader: %v, want %v", err, ErrOutOfOrderSequence)
 		}
 	})
+}
+
+// TestTieredFollowerSurvivesDamagedProducerSnapshot: a follower that starts
+// over at a tiered leader's local log start and finds the producer snapshot
+// of the remote segment ending there damaged or missing starts over without
+// that producer state (logging a warning) and rejoins the ISR, as Kafka's
+// does: its ProducerStateManager drops a snapshot that fails its checks
+// (CorruptSnapshotException) and starts from an empty state. The old code
+// retried for ever, the follower never caught up, and the uploader, for its
+// part, already took a damaged snapshot as none.
+func TestTieredFollowerSurvivesDamagedProducerSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(ctx context.Context, store remote.Store, key string) error
+	}{
+		{"damaged", func(ctx context.Context, store remote.Store, key string) error {
+			junk := []byte("not a snapshot")
+			return store.Put(ctx, key, bytes.NewReader(junk), int64(len(junk)))
+		}},
+		{"missing", func(ctx context.Context, store remote.Store, key string) error {
+			return store.Delete(ctx, key)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := tieredFollowerCutOff(t)
+				leader := c.replica(1)
+				for i := range int32(60) {
+					if _, err := leader.Append(batchtest.Build(batchtest.Options{Idempotent: true, ProducerID: 7, BaseSequence: 2 * i,
+						FirstTimestamp: time.Now().UnixMilli(), Records: batchtest.Values(2, 100)}), 1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				synctest.Wait()
+				c.mu.Lock()
+				m := c.nodes[1].mgr
+				c.mu.Unlock()
+				ctx := context.Background()
+				m.uploadOnce(ctx, leader, &tierUploadState{tier: leader.Tier(), epoch: -1})
+				m.cleanTiered(leader, leader.Tier())
+				local := leader.LogStartOffset()
+				if follower := c.replica(2).LogEndOffset(); local <= follower {
+					t.Fatalf("leader's local start %d, not past the follower's log end %d", local, follower)
+				}
+				keys, err := m.opts.Remote.List(ctx, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for _, k := range keys {
+					if strings.HasSuffix(k, ".snapshot") {
+						if err := tc.damage(ctx, m.opts.Remote, k); err != nil {
+							t.Fatal(err)
+						}
+						n++
+					}
+				}
+				if n == 0 {
+					t.Fatal("no producer snapshot in the store")
+				}
+
+				c.isolate(2, false)
+				for deadline := time.Now().Add(time.Minute); !slices.Equal(c.partition().ISR, []int32{1, 2}) && time.Now().Before(deadline); {
+					time.Sleep(time.Second)
+					synctest.Wait()
+				}
+				if isr := c.partition().ISR; !slices.Equal(isr, []int32{1, 2}) {
+					t.Fatalf("ISR %v after the follower came back, want [1 2]", isr)
+				}
+				if start := c.replica(2).LogStartOffset(); start != local {
+					t.Fatalf("follower's local log starts at %d, want the leader's local start %d", start, local)
+				}
+				c.checkAgreement()
+			})
+		})
+	}
 }

@@ -163,6 +163,60 @@ func TestTierRetentionMapsTopicConfig(t *testing.T) {
 	}
 }
 
+func TestTierCopyLagMapsTopicConfig(t *testing.T) {
+	for _, c := range []struct {
+		lagMs, lagBytes, localMs, localBytes int64
+		want                                 storage.CopyLag
+	}{
+		{0, -1, -2, -2, storage.CopyLag{Age: 0, Bytes: -1}},
+		{1000, 5000, -2, -2, storage.CopyLag{Age: time.Second, Bytes: 5000}},
+		{-1, -1, 2000, 100, storage.CopyLag{Age: 2 * time.Second, Bytes: 100}},
+	} {
+		tc := metadata.DefaultTopicConfig()
+		tc.RemoteCopyLagMs, tc.RemoteCopyLagBytes, tc.LocalRetentionMs, tc.LocalRetentionBytes = c.lagMs, c.lagBytes, c.localMs, c.localBytes
+		if got := tierCopyLag(tc); got != c.want {
+			t.Errorf("tierCopyLag(lag %d ms, %d bytes; local %d ms, %d bytes) = %+v, want %+v", c.lagMs, c.lagBytes, c.localMs, c.localBytes, got, c.want)
+		}
+	}
+}
+
+// TestTieredCopyLagFollowsTopicConfig: the leader's uploads hold closed
+// segments back for remote.copy.lag.ms, by the Manager's clock, and a change
+// of the topic's value applies to the next pass. The old code uploaded every
+// closed segment whatever the value.
+func TestTieredCopyLagFollowsTopicConfig(t *testing.T) {
+	p, _, m, _, tc := tieredLeader(t)
+	now := time.UnixMilli(1_700_000_000_000)
+	m.now = func() time.Time { return now }
+	m.applyTier(p, metadata.DefaultTopicConfig()) // a new tier, on m.now
+	// remote.copy.lag.bytes=-1 is the local retention: unbounded, no size check.
+	tc.RemoteCopyLagMs, tc.LocalRetentionBytes = time.Minute.Milliseconds(), -2
+	m.applyTier(p, tc)
+	for range 60 {
+		// Dated a second ago: a record dated after the clock lets its segment go.
+		if _, err := p.Append(batchtest.Build(batchtest.Options{FirstTimestamp: now.Add(-time.Second).UnixMilli(), Records: batchtest.Values(2, 100)}), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upload := func() int64 {
+		m.uploadOnce(context.Background(), p, &tierUploadState{tier: p.Tier(), epoch: -1})
+		return p.Tier().UploadedEnd()
+	}
+	if end := upload(); end != 0 {
+		t.Fatalf("uploaded up to %d with remote.copy.lag.ms=60000 and every record just written", end)
+	}
+	tc.RemoteCopyLagMs = 2 * time.Minute.Milliseconds()
+	m.applyTier(p, tc)
+	now = now.Add(time.Minute)
+	if end := upload(); end != 0 {
+		t.Fatalf("uploaded up to %d a minute after the records, with remote.copy.lag.ms raised to two", end)
+	}
+	now = now.Add(time.Minute)
+	if end := upload(); end == 0 {
+		t.Fatal("nothing uploaded once the records were as old as remote.copy.lag.ms")
+	}
+}
+
 // TestTieredAbortedTxnOutlivesLocalRetention: an aborted transaction whose
 // batches and marker local retention deleted after their upload is still
 // reported to a read_committed fetch served from the store, and still after the

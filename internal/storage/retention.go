@@ -258,16 +258,7 @@ func (l *Log) checkTimestamps(highWatermark, stop int64) error {
 // sealedViews returns, acquired, the sealed segments of a writable log with
 // their extents.
 func (l *Log) sealedViews() []segmentView {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.mu.closed || l.mu.failed != nil {
-		return nil
-	}
-	segs := l.mu.segments[:len(l.mu.segments)-1]
-	views := make([]segmentView, 0, len(segs))
-	for _, s := range segs {
-		views = append(views, acquireViewLocked(s))
-	}
+	views, _ := l.sealedViewsAndSize()
 	return views
 }
 

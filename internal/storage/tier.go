@@ -26,6 +26,9 @@ var (
 	// ErrRemoteCorrupt: a remote object failed its checksum or does not parse. The
 	// bytes are never served; retriable once the object is repaired.
 	ErrRemoteCorrupt = errors.New("storage: remote object corrupt")
+	// ErrSnapshotDamaged (an ErrRemoteCorrupt): a producer-state snapshot the
+	// manifest names is missing from the store or fails its checks.
+	ErrSnapshotDamaged = fmt.Errorf("%w: producer snapshot damaged", ErrRemoteCorrupt)
 	// errManifestChanged (wrapped in ErrRemoteUnavailable): the stored
 	// manifest is no longer the tier's copy, though no newer leader wrote it
 	// (a deposed one committed before its successor wrote anything); the copy
@@ -54,6 +57,8 @@ type TierConfig struct {
 	// ProducerSnapshot, when set, gives the producer-state snapshot uploaded
 	// with each segment (tier_snapshot.go).
 	ProducerSnapshot SnapshotFunc
+	// CopyLag is the initial copy lag; SetCopyLag changes it.
+	CopyLag CopyLag
 }
 
 // TierRetention is a tiered log's retention. Negative values are unbounded.
@@ -72,7 +77,8 @@ type TierRetention struct {
 // the log's local start from there (KIP-405's remote log).
 //
 // Upload protocol (Upload), for each closed segment wholly below the high-water
-// mark and at or above the manifest's End:
+// mark and at or above the manifest's End, in order up to the first the copy
+// lag holds back (CopyLag):
 //
 //  1. Read the segment once, cutting it into checksummed blocks of whole
 //     batches: as the store reads it, for a store that reads bodies itself
@@ -117,6 +123,7 @@ type Tier struct {
 	// last upload put: the next segment's builds on it.
 	lastSnapshot uploadedSnapshot
 	retention    atomic.Pointer[TierRetention]
+	copyLag      atomic.Pointer[CopyLag]
 	// copyDisabled (remote.log.copy.disable, KIP-950): Upload uploads
 	// nothing, and local retention no longer waits for uploads.
 	copyDisabled atomic.Bool
@@ -167,11 +174,15 @@ func NewTier(log *Log, cfg TierConfig) *Tier {
 	t := &Tier{log: log, cfg: cfg}
 	t.mu.blocks = make(map[int64][]block)
 	t.SetRetention(cfg.Retention)
+	t.SetCopyLag(cfg.CopyLag)
 	return t
 }
 
 // SetRetention changes the retention the next EnforceRetention applies.
 func (t *Tier) SetRetention(r TierRetention) { t.retention.Store(&r) }
+
+// SetCopyLag changes how long the next uploads hold closed segments back.
+func (t *Tier) SetCopyLag(c CopyLag) { t.copyLag.Store(&c) }
 
 // SetCopyDisabled stops (or resumes) uploads, as remote.log.copy.disable does:
 // the remote part is still read and kept by the whole-log retention, and
@@ -419,9 +430,11 @@ func (l *Log) closedBytesFrom(offset int64) int64 {
 }
 
 // Upload uploads, in order, every closed segment (or the part of one) at or
-// above the manifest's End and wholly below highWatermark, committing each in
-// the manifest under leaderEpoch; nothing while copying is disabled. It returns how many segments it committed; on
-// an error the earlier ones stay committed and the next call carries on.
+// above the manifest's End and wholly below highWatermark, up to the first the
+// copy lag holds back (CopyLag), committing each in the manifest under
+// leaderEpoch; nothing while copying is disabled. It returns how many segments
+// it committed; on an error the earlier ones stay committed and the next call
+// carries on. Local retention keeps a segment held back until it is uploaded.
 func (t *Tier) Upload(ctx context.Context, highWatermark int64, leaderEpoch int32) (int, error) {
 	if t.copyDisabled.Load() {
 		return 0, nil
@@ -461,7 +474,7 @@ func (t *Tier) uploadLocked(ctx context.Context, highWatermark int64, leaderEpoc
 	if leaderEpoch < m.LeaderEpoch {
 		return 0, fmt.Errorf("%w: leader epoch %d, manifest written by %d", ErrFencedLeaderEpoch, leaderEpoch, m.LeaderEpoch)
 	}
-	limit := t.log.closedEndAtOrBelow(highWatermark)
+	limit := t.log.copyEnd(max(m.End, t.log.LogStartOffset()), highWatermark, *t.copyLag.Load(), t.cfg.Now())
 	n := 0
 	var pending []uploadedSegment
 	var pendingBytes int64

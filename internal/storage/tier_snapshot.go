@@ -53,7 +53,7 @@ func (t *Tier) snapshotFrom(ctx context.Context, m manifest, base int64) ([]byte
 		return nil, nil
 	}
 	payload, err := t.getSnapshot(ctx, m.Segments[n-1])
-	if errors.Is(err, ErrRemoteCorrupt) {
+	if errors.Is(err, ErrSnapshotDamaged) {
 		return nil, nil
 	}
 	return payload, err
@@ -83,19 +83,20 @@ func (t *Tier) putSnapshot(ctx context.Context, m manifest, seg *remoteSegment) 
 	return nil
 }
 
-// getSnapshot reads and checks seg's producer-state snapshot.
+// getSnapshot reads and checks seg's producer-state snapshot: ErrSnapshotDamaged
+// when it is missing or fails its checks.
 func (t *Tier) getSnapshot(ctx context.Context, seg remoteSegment) ([]byte, error) {
 	key := seg.key(t.cfg.Prefix, snapshotSuffix)
 	b, err := t.cfg.Store.Get(ctx, key, 0, seg.SnapshotSize)
 	switch {
 	case errors.Is(err, remote.ErrNotFound) || errors.Is(err, remote.ErrRange):
-		return nil, fmt.Errorf("%w: %s is missing", ErrRemoteCorrupt, key)
+		return nil, fmt.Errorf("%w: %s is missing", ErrSnapshotDamaged, key)
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrRemoteUnavailable, err)
 	}
 	payload, err := unframeSide(b)
 	if err != nil || int64(len(b)) != seg.SnapshotSize {
-		return nil, fmt.Errorf("%w: %s: %d bytes, %v", ErrRemoteCorrupt, key, len(b), err)
+		return nil, fmt.Errorf("%w: %s: %d bytes, %v", ErrSnapshotDamaged, key, len(b), err)
 	}
 	return payload, nil
 }
@@ -106,7 +107,9 @@ func (t *Tier) getSnapshot(ctx context.Context, seg remoteSegment) ([]byte, erro
 // remote segment that holds the offset before leaderLocalStart (the local
 // start itself when no remote segment holds it), and the producer-state
 // snapshot uploaded with that segment (nil when it has none: uploaded before
-// layout 3). It reads the manifest first (Load).
+// layout 3). It reads the manifest first (Load). A snapshot that is missing or
+// fails its checks is ErrSnapshotDamaged, returned with the start: the
+// caller may start there without it, as Kafka's follower does.
 func (t *Tier) RemoteAuxState(ctx context.Context, leaderLocalStart int64) (start int64, snapshot []byte, err error) {
 	if err := t.Load(ctx); err != nil {
 		return 0, nil, err

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/vfs"
 )
 
@@ -170,5 +172,55 @@ func TestTierReadsLayoutTwo(t *testing.T) {
 	}
 	if n := len(slices.DeleteFunc(keys, func(k string) bool { return !strings.HasSuffix(k, snapshotSuffix) })); n != len(m.Segments)-2 {
 		t.Fatalf("%d snapshot objects, want one per new segment (%d)", n, len(m.Segments)-2)
+	}
+}
+
+// TestTierRemoteAuxStateDamagedSnapshot: a snapshot object that is missing or
+// fails its checks is ErrSnapshotDamaged (an ErrRemoteCorrupt), returned with
+// the offset to start at, so a follower can start there without it.
+func TestTierRemoteAuxStateDamagedSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(store remote.Store, key string) error
+	}{
+		{"missing", func(store remote.Store, key string) error { return store.Delete(ctxTimeout(t), key) }},
+		{"junk", func(store remote.Store, key string) error {
+			return store.Put(ctxTimeout(t), key, strings.NewReader("junk"), 4)
+		}},
+		{"cut short", func(store remote.Store, key string) error {
+			b, err := store.Get(ctxTimeout(t), key, 0, -1)
+			if err != nil {
+				return err
+			}
+			return store.Put(ctxTimeout(t), key, bytes.NewReader(b[:len(b)-1]), int64(len(b)-1))
+		}},
+		{"a flipped byte", func(store remote.Store, key string) error {
+			b, err := store.Get(ctxTimeout(t), key, 0, -1)
+			if err != nil {
+				return err
+			}
+			b[len(b)-1] ^= 1
+			return store.Put(ctxTimeout(t), key, bytes.NewReader(b), int64(len(b)))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := memStore(t, vfs.NewMem())
+			l, tier := tieredLog(t, store, 1<<30, nil)
+			var rec recordingSnapshots
+			tier.cfg.ProducerSnapshot = rec.snapshot
+			appendN(t, l, 30, 3, 100, 1000, 0)
+			if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
+				t.Fatal(err)
+			}
+			m, _ := tier.manifestCopy()
+			seg := m.Segments[0]
+			if err := tc.damage(store, seg.key(tierPrefix, snapshotSuffix)); err != nil {
+				t.Fatal(err)
+			}
+			start, payload, err := tier.RemoteAuxState(ctxTimeout(t), seg.Next)
+			if !errors.Is(err, ErrSnapshotDamaged) || !errors.Is(err, ErrRemoteCorrupt) || start != seg.Next || payload != nil {
+				t.Fatalf("RemoteAuxState(%d) = %d, %q, %v; want %d, no snapshot, %v", seg.Next, start, payload, err, seg.Next, ErrSnapshotDamaged)
+			}
+		})
 	}
 }
