@@ -206,6 +206,12 @@ func apiVersions(addr string, opts ...kgo.Opt) error {
 // waits until metadata shows every partition with a leader.
 func createTopics(t *testing.T, bootstrap string, partitions int32, topics ...string) {
 	t.Helper()
+	createTopicsWith(t, bootstrap, partitions, nil, topics...)
+}
+
+// createTopicsWith is createTopics with the topic configs configs.
+func createTopicsWith(t *testing.T, bootstrap string, partitions int32, configs map[string]*string, topics ...string) {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +221,7 @@ func createTopics(t *testing.T, bootstrap string, partitions int32, topics ...st
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	res, err := adm.CreateTopics(ctx, partitions, 1, nil, topics...)
+	res, err := adm.CreateTopics(ctx, partitions, 1, configs, topics...)
 	if err != nil {
 		t.Fatalf("CreateTopics: %v", err)
 	}
