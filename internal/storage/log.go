@@ -425,10 +425,10 @@ func (l *Log) notifyLocked() {
 
 // shouldRoll follows Kafka's LogSegment.shouldRoll: a non-empty active segment rolls
 // when the append would overflow it, when an index is full, when the offsets no
-// longer fit an index entry, or when it is too old. Age is measured between the
-// segment's first batch and the incoming batches' timestamps, or, without
-// timestamps, by the clock since the segment was created. (Kafka's random roll
-// jitter is not applied.)
+// longer fit an index entry, or when it is older than SegmentAge less its roll
+// jitter. Age is measured between the segment's first batch and the incoming
+// batches' timestamps, or, without timestamps, by the clock since the segment
+// was created.
 func (l *Log) shouldRoll(s *segment, size int, lastOffset, maxTS int64, now time.Time) bool {
 	if s.size == 0 {
 		return false
@@ -448,7 +448,7 @@ func (l *Log) shouldRoll(s *segment, size int, lastOffset, maxTS int64, now time
 	if s.mu.firstTS >= 0 {
 		age = time.Duration(maxTS-s.mu.firstTS) * time.Millisecond
 	}
-	return age > l.conf().SegmentAge
+	return age > l.conf().SegmentAge-s.rollJitter
 }
 
 // rollLocked seals the active segment (indexes written and trimmed, log fsynced),

@@ -10,6 +10,8 @@ import "fmt"
 //   - SegmentBytes and SegmentAge when the next append decides whether to roll
 //     (a smaller SegmentBytes rolls a larger active segment then), and
 //     IndexMaxBytes for the segments created from then on;
+//   - SegmentJitter for the segments created from then on: each keeps the
+//     jitter it drew when it was created (or opened), as in Kafka;
 //   - LogAppendTime and IndexIntervalBytes from the next append;
 //   - Flush at once: the flusher reads the policy on every wake-up and is
 //     woken here, so a new flush interval restarts its ticker and a removed one
