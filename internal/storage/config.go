@@ -97,6 +97,12 @@ type Config struct {
 	// RetentionBytes deletes the oldest segments while the log is larger than this
 	// (retention.bytes; 0 means the default, -1: no limit).
 	RetentionBytes int64
+	// FileDeleteDelay keeps the file of a segment that retention, compaction,
+	// truncation or DeleteRecords removed, renamed to .deleted, this long
+	// before removing it (file.delete.delay.ms), and for as long as a reader
+	// holds it. 0 removes it once no reader holds it; the broker passes the
+	// topic's setting, 60 s by default.
+	FileDeleteDelay time.Duration
 	// LogAppendTime stamps every batch appended as leader with the broker's time
 	// (message.timestamp.type=LogAppendTime).
 	LogAppendTime bool
@@ -180,6 +186,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: SegmentAge %v is negative", ErrConfig, c.SegmentAge)
 	case c.SegmentJitter < 0:
 		return fmt.Errorf("%w: SegmentJitter %v is negative", ErrConfig, c.SegmentJitter)
+	case c.FileDeleteDelay < 0:
+		return fmt.Errorf("%w: FileDeleteDelay %v is negative", ErrConfig, c.FileDeleteDelay)
 	case c.IndexMaxBytes < minIndexMaxBytes:
 		return fmt.Errorf("%w: IndexMaxBytes %d below %d", ErrConfig, c.IndexMaxBytes, minIndexMaxBytes)
 	case c.RetentionBytes < -1:

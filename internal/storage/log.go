@@ -51,8 +51,9 @@ type Log struct {
 	// startMoved is set when the log start moved and the recovery checkpoint
 	// has not been made durable since (finishStartAdvance).
 	startMoved atomic.Bool
-	cleaner    cleanerState // appendMu: compaction progress (cleaner checkpoint)
-	snapshots  []int64      // appendMu: producer snapshot offsets on disk, newest first (snapshot.go)
+	cleaner    cleanerState   // appendMu: compaction progress (cleaner checkpoint)
+	snapshots  []int64        // appendMu: producer snapshot offsets on disk, newest first (snapshot.go)
+	deletes    delayedDeletes // deleted segments waiting FileDeleteDelay (delete.go)
 
 	// cleanMu serialises compaction passes. It is taken before appendMu, which a
 	// pass holds only to plan and to swap.
@@ -173,6 +174,7 @@ func open(fsys vfs.FS, dir string, cfg Config, logDir *LogDir, name string) (*Lo
 		for _, s := range l.mu.segments {
 			s.release()
 		}
+		l.deletes.close()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	l.publishEpochLocked() // no reader yet: the lock is not needed
@@ -832,6 +834,7 @@ func (l *Log) Close() error {
 	for _, s := range segs {
 		s.release()
 	}
+	l.deletes.close()
 	return err
 }
 

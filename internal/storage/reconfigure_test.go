@@ -88,6 +88,19 @@ func TestReconfigure(t *testing.T) {
 			},
 		},
 		{
+			name:   "file.delete.delay.ms from the next deletion",
+			before: Config{SegmentBytes: seg},
+			after:  Config{SegmentBytes: seg, FileDeleteDelay: time.Hour},
+			check: func(t *testing.T, l *Log, fsys vfs.FS, _ *clock) {
+				if err := l.DeleteRecords(l.LogEndOffset()); err != nil {
+					t.Fatal(err)
+				}
+				if len(deletedFiles(t, fsys)) == 0 {
+					t.Fatal("a deleted segment's file went before the new delay")
+				}
+			},
+		},
+		{
 			name:   "message.timestamp.type from the next append",
 			before: Config{SegmentBytes: seg},
 			after:  Config{SegmentBytes: seg, LogAppendTime: true},
