@@ -24,7 +24,8 @@ var configDocs = map[string]string{
 		"after compaction reached it, so consumers still see the delete.",
 	TopicDeadLetterGroupEnable: "Whether share groups may use this topic as their dead-letter topic " +
 		"(errors.deadletterqueue.topic.name).",
-	"file.delete.delay.ms": "How long a deleted segment's files are kept before they are removed." + notActedOn,
+	"file.delete.delay.ms": "How long, in milliseconds, the files of a segment that retention, compaction, truncation " +
+		"or DeleteRecords removed are kept, renamed to .deleted, before they are removed.",
 	"flush.messages": "Fsync the log after this many records. Unset, Strata fsyncs appends in groups " +
 		"before acknowledging acks=all; setting this or flush.ms switches the topic to interval flushing.",
 	"flush.ms": "Fsync the log when this many milliseconds passed since the last fsync. Unset, Strata fsyncs " +
@@ -75,7 +76,7 @@ var configDocs = map[string]string{
 	"retention.ms":        "How long a segment is kept after its newest record, in milliseconds; -1 forever.",
 	"segment.bytes":       "The size, in bytes, at which the active segment is closed and a new one started; at least 1 MiB.",
 	"segment.index.bytes": "The largest offset or time index file of a segment, in bytes; a full index rolls the segment.",
-	"segment.jitter.ms":   "A random amount subtracted from segment.ms so segments do not all roll at once." + notActedOn,
+	"segment.jitter.ms":   "The most, in milliseconds, each segment rolls before segment.ms: a random amount drawn when it is created, so segments do not all roll at once.",
 	"segment.ms":          "How long, in milliseconds, a segment stays active before it is rolled, even when not full.",
 	"unclean.leader.election.enable": "Whether a replica outside the ISR may become leader when no in-sync " +
 		"replica is left, at the cost of acknowledged records.",

@@ -214,6 +214,32 @@ func TestStorageConfigPreallocate(t *testing.T) {
 	}
 }
 
+// TestStorageConfigJitterAndDeleteDelay checks that a topic's
+// segment.jitter.ms and file.delete.delay.ms reach its log (the log bounds the
+// jitter by its segment age, as Kafka's LogConfig.randomSegmentJitter bounds
+// it by segment.ms).
+func TestStorageConfigJitterAndDeleteDelay(t *testing.T) {
+	for _, tt := range []struct {
+		jitterMs, deleteDelayMs int64
+		wantJitter, wantDelay   time.Duration
+	}{
+		{0, 60_000, 0, time.Minute}, // Kafka's defaults
+		{30_000, 0, 30 * time.Second, 0},
+		{math.MaxInt64, math.MaxInt64, math.MaxInt64, math.MaxInt64},
+	} {
+		tc := metadata.DefaultTopicConfig()
+		tc.SegmentJitterMs, tc.FileDeleteDelayMs = tt.jitterMs, tt.deleteDelayMs
+		c := storageConfig(tc, time.Now)
+		if c.SegmentJitter != tt.wantJitter || c.FileDeleteDelay != tt.wantDelay {
+			t.Errorf("segment.jitter.ms %d, file.delete.delay.ms %d: log jitter %v, delete delay %v; want %v, %v",
+				tt.jitterMs, tt.deleteDelayMs, c.SegmentJitter, c.FileDeleteDelay, tt.wantJitter, tt.wantDelay)
+		}
+		if err := c.Validate(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestStorageConfigMaxCompactionLag checks max.compaction.lag.ms on the way
 // to a log: on a compacted topic the active segment rolls once it is that old
 // if segment.ms is longer (Kafka's LogConfig.maxSegmentMs), so that its

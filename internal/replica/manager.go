@@ -711,8 +711,9 @@ func (m *Manager) notifyLeadership(p *Partition, leader bool) {
 // hold, is raised to it: a node refused to start over such a topic. On a
 // compacted topic a segment rolls by max.compaction.lag.ms when that is
 // shorter than segment.ms (Kafka's LogConfig.maxSegmentMs): the cleaner never
-// reads the active segment. Retention is not the log's: the cleaner passes the
-// topic's (clean), whose 0 the log would read as its default.
+// reads the active segment; the log bounds segment.jitter.ms by that age.
+// Retention is not the log's: the cleaner passes the topic's (clean), whose 0
+// the log would read as its default.
 func storageConfig(tc metadata.TopicConfig, now func() time.Time) storage.Config {
 	segmentMs := tc.SegmentMs
 	if tc.CleanupPolicy&metadata.CleanupCompact != 0 {
@@ -721,6 +722,8 @@ func storageConfig(tc metadata.TopicConfig, now func() time.Time) storage.Config
 	c := storage.Config{
 		SegmentBytes:       max(int64(tc.SegmentSize()), storage.MinSegmentBytes),
 		SegmentAge:         millis(segmentMs),
+		SegmentJitter:      millis(tc.SegmentJitterMs),
+		FileDeleteDelay:    millis(tc.FileDeleteDelayMs),
 		IndexIntervalBytes: indexInterval(tc.IndexIntervalBytes),
 		IndexMaxBytes:      int(tc.SegmentIndexBytes),
 		LogAppendTime:      tc.MessageTimestampType == metadata.LogAppendTime,

@@ -259,9 +259,7 @@ func (l *Log) swapCleaned(p *compactPlan, out []*cleanedSegment, next cleanerSta
 		return l.fail(err)
 	}
 	l.cleaner = next
-	for _, s := range old {
-		s.release()
-	}
+	l.releaseDeleted(old)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 )
 
@@ -78,6 +79,11 @@ type Config struct {
 	// younger than the segment's first batch, or, for batches without timestamps, once
 	// the segment is this old by Now (segment.ms; default 7 days).
 	SegmentAge time.Duration
+	// SegmentJitter brings each segment's time-based roll forward by a random
+	// amount in [0, min(SegmentJitter, SegmentAge)), drawn when the segment is
+	// created or opened, so that logs created together do not all roll at once
+	// (segment.jitter.ms; default 0, no jitter).
+	SegmentJitter time.Duration
 	// IndexIntervalBytes is the number of log bytes between offset-index entries
 	// (index.interval.bytes; default 4096). IndexEveryBatch (any negative value)
 	// indexes every batch but a segment's first: Kafka's index.interval.bytes=0.
@@ -91,6 +97,12 @@ type Config struct {
 	// RetentionBytes deletes the oldest segments while the log is larger than this
 	// (retention.bytes; 0 means the default, -1: no limit).
 	RetentionBytes int64
+	// FileDeleteDelay keeps the file of a segment that retention, compaction,
+	// truncation or DeleteRecords removed, renamed to .deleted, this long
+	// before removing it (file.delete.delay.ms), and for as long as a reader
+	// holds it. 0 removes it once no reader holds it; the broker passes the
+	// topic's setting, 60 s by default.
+	FileDeleteDelay time.Duration
 	// LogAppendTime stamps every batch appended as leader with the broker's time
 	// (message.timestamp.type=LogAppendTime).
 	LogAppendTime bool
@@ -108,6 +120,9 @@ type Config struct {
 	// negative: nothing is dropped, written data stays cached until the kernel
 	// needs the memory (Kafka's way).
 	CacheTailBytes int64
+	// randN returns a random number in [0, n) for SegmentJitter; nil means
+	// math/rand/v2's Int64N (tests).
+	randN func(n int64) int64
 	// preallocWindow and preallocChunk replace the zeroer's window and chunk
 	// sizes when set (tests).
 	preallocWindow, preallocChunk int64
@@ -149,6 +164,9 @@ func (c Config) withDefaults() Config {
 	if c.CacheTailBytes == 0 {
 		c.CacheTailBytes = DefaultCacheTailBytes
 	}
+	if c.randN == nil {
+		c.randN = rand.Int64N
+	}
 	if c.preallocWindow == 0 {
 		c.preallocWindow = defaultPreallocWindow
 	}
@@ -166,6 +184,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: SegmentBytes %d not in [%d, %d]", ErrConfig, c.SegmentBytes, MinSegmentBytes, int64(MaxSegmentBytes))
 	case c.SegmentAge < 0:
 		return fmt.Errorf("%w: SegmentAge %v is negative", ErrConfig, c.SegmentAge)
+	case c.SegmentJitter < 0:
+		return fmt.Errorf("%w: SegmentJitter %v is negative", ErrConfig, c.SegmentJitter)
+	case c.FileDeleteDelay < 0:
+		return fmt.Errorf("%w: FileDeleteDelay %v is negative", ErrConfig, c.FileDeleteDelay)
 	case c.IndexMaxBytes < minIndexMaxBytes:
 		return fmt.Errorf("%w: IndexMaxBytes %d below %d", ErrConfig, c.IndexMaxBytes, minIndexMaxBytes)
 	case c.RetentionBytes < -1:
@@ -176,4 +198,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative flush interval", ErrConfig)
 	}
 	return nil
+}
+
+// rollJitter draws a new segment's roll jitter from [0, min(SegmentJitter,
+// SegmentAge)), as Kafka's LogConfig.randomSegmentJitter does from segment.ms;
+// 0 without SegmentJitter. c has its defaults.
+func (c *Config) rollJitter() time.Duration {
+	bound := min(c.SegmentJitter, c.SegmentAge)
+	if bound <= 0 {
+		return 0
+	}
+	return time.Duration(c.randN(int64(bound)))
 }

@@ -123,6 +123,8 @@
 //	cleaner-swap                    present only during a compaction swap
 //	00000000000000000000.snapshot   producer-state snapshot at that offset (snapshot.go)
 //	*.log.cleaned                   a cleaned segment waiting for its swap
+//	*.log.deleted                   a deleted segment waiting for FileDeleteDelay and its
+//	                                readers (delete.go)
 //	*.deleted, *.tmp                leftovers of a deletion or side-file write (or a file an
 //	                                older preallocating binary kept to recycle); Open removes them
 //

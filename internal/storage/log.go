@@ -51,8 +51,9 @@ type Log struct {
 	// startMoved is set when the log start moved and the recovery checkpoint
 	// has not been made durable since (finishStartAdvance).
 	startMoved atomic.Bool
-	cleaner    cleanerState // appendMu: compaction progress (cleaner checkpoint)
-	snapshots  []int64      // appendMu: producer snapshot offsets on disk, newest first (snapshot.go)
+	cleaner    cleanerState   // appendMu: compaction progress (cleaner checkpoint)
+	snapshots  []int64        // appendMu: producer snapshot offsets on disk, newest first (snapshot.go)
+	deletes    delayedDeletes // deleted segments waiting FileDeleteDelay (delete.go)
 
 	// cleanMu serialises compaction passes. It is taken before appendMu, which a
 	// pass holds only to plan and to swap.
@@ -173,6 +174,7 @@ func open(fsys vfs.FS, dir string, cfg Config, logDir *LogDir, name string) (*Lo
 		for _, s := range l.mu.segments {
 			s.release()
 		}
+		l.deletes.close()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	l.publishEpochLocked() // no reader yet: the lock is not needed
@@ -425,10 +427,10 @@ func (l *Log) notifyLocked() {
 
 // shouldRoll follows Kafka's LogSegment.shouldRoll: a non-empty active segment rolls
 // when the append would overflow it, when an index is full, when the offsets no
-// longer fit an index entry, or when it is too old. Age is measured between the
-// segment's first batch and the incoming batches' timestamps, or, without
-// timestamps, by the clock since the segment was created. (Kafka's random roll
-// jitter is not applied.)
+// longer fit an index entry, or when it is older than SegmentAge less its roll
+// jitter. Age is measured between the segment's first batch and the incoming
+// batches' timestamps, or, without timestamps, by the clock since the segment
+// was created.
 func (l *Log) shouldRoll(s *segment, size int, lastOffset, maxTS int64, now time.Time) bool {
 	if s.size == 0 {
 		return false
@@ -448,7 +450,7 @@ func (l *Log) shouldRoll(s *segment, size int, lastOffset, maxTS int64, now time
 	if s.mu.firstTS >= 0 {
 		age = time.Duration(maxTS-s.mu.firstTS) * time.Millisecond
 	}
-	return age > l.conf().SegmentAge
+	return age > l.conf().SegmentAge-s.rollJitter
 }
 
 // rollLocked seals the active segment (indexes written and trimmed, log fsynced),
@@ -832,6 +834,7 @@ func (l *Log) Close() error {
 	for _, s := range segs {
 		s.release()
 	}
+	l.deletes.close()
 	return err
 }
 

@@ -349,6 +349,8 @@ func TestConfigValidate(t *testing.T) {
 		{"tiny segment", Config{SegmentBytes: 100}, false},
 		{"huge segment", Config{SegmentBytes: 1 << 40}, false},
 		{"negative age", Config{SegmentAge: -1}, false},
+		{"negative jitter", Config{SegmentJitter: -1}, false},
+		{"negative delete delay", Config{FileDeleteDelay: -1}, false},
 		{"tiny index", Config{IndexMaxBytes: 8}, false},
 		{"retention bytes", Config{RetentionBytes: -2}, false},
 		{"flush mode", Config{Flush: FlushPolicy{Mode: 7}}, false},

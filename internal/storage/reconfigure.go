@@ -10,7 +10,11 @@ import "fmt"
 //   - SegmentBytes and SegmentAge when the next append decides whether to roll
 //     (a smaller SegmentBytes rolls a larger active segment then), and
 //     IndexMaxBytes for the segments created from then on;
+//   - SegmentJitter for the segments created from then on: each keeps the
+//     jitter it drew when it was created (or opened), as in Kafka;
 //   - LogAppendTime and IndexIntervalBytes from the next append;
+//   - FileDeleteDelay for the segments deleted from then on: those already
+//     waiting keep the delay they were deleted with, as in Kafka;
 //   - Flush at once: the flusher reads the policy on every wake-up and is
 //     woken here, so a new flush interval restarts its ticker and a removed one
 //     lets it exit when idle. The mode (GroupCommit or Interval) may not change

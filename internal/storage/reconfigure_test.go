@@ -66,6 +66,41 @@ func TestReconfigure(t *testing.T) {
 			},
 		},
 		{
+			name:   "segment.jitter.ms from the next segment",
+			before: Config{SegmentBytes: 1 << 20, SegmentAge: time.Hour},
+			after: Config{SegmentBytes: 1 << 20, SegmentAge: time.Hour, SegmentJitter: time.Hour,
+				randN: func(n int64) int64 { return n - int64(time.Minute) }},
+			check: func(t *testing.T, l *Log, _ vfs.FS, clk *clock) {
+				n := l.NumSegments()
+				for _, step := range []struct {
+					at       time.Duration // after the first batch
+					segments int
+				}{
+					{2 * time.Minute, n},      // the active segment keeps its jitter, 0
+					{62 * time.Minute, n + 1}, // rolls at segment.ms; the new one draws 59m
+					{64 * time.Minute, n + 2}, // rolls after 1m
+				} {
+					appendN(t, l, 1, 1, 100, clk.Now().Add(step.at).UnixMilli(), 0)
+					if l.NumSegments() != step.segments {
+						t.Fatalf("%d segments after an append %v after the first, want %d", l.NumSegments(), step.at, step.segments)
+					}
+				}
+			},
+		},
+		{
+			name:   "file.delete.delay.ms from the next deletion",
+			before: Config{SegmentBytes: seg},
+			after:  Config{SegmentBytes: seg, FileDeleteDelay: time.Hour},
+			check: func(t *testing.T, l *Log, fsys vfs.FS, _ *clock) {
+				if err := l.DeleteRecords(l.LogEndOffset()); err != nil {
+					t.Fatal(err)
+				}
+				if len(deletedFiles(t, fsys)) == 0 {
+					t.Fatal("a deleted segment's file went before the new delay")
+				}
+			},
+		},
+		{
 			name:   "message.timestamp.type from the next append",
 			before: Config{SegmentBytes: seg},
 			after:  Config{SegmentBytes: seg, LogAppendTime: true},

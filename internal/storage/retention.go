@@ -87,12 +87,23 @@ func (l *Log) publishStart(segs []*segment, k int, start int64) {
 // (advanceStartLocked), run after appendMu is let go: it makes the recovery
 // checkpoint, with the new start, durable, then renames the segments that left
 // the list to .deleted and removes their indexes, and releases them (each file
-// is closed and removed once no Chunk holds it). The renames need no directory
-// fsync: a recovery that finds a segment wholly below the durable start again
-// deletes it. Moves of the start that overlap share a checkpoint write
-// (ckptMu: each reads the log start after the previous write).
+// is closed and removed once FileDeleteDelay has passed and no Chunk holds
+// it; releaseDeleted). The renames need no directory fsync: a recovery that
+// finds a segment wholly below the durable start again deletes it.
 func (l *Log) finishStartAdvance(gone []*segment) error {
-	defer releaseSegments(gone)
+	if err := l.renameBelowStart(gone); err != nil {
+		releaseSegments(gone)
+		return err
+	}
+	l.releaseDeleted(gone)
+	return nil
+}
+
+// renameBelowStart makes the recovery checkpoint durable and renames gone to
+// .deleted for finishStartAdvance. Moves of the start that overlap share a
+// checkpoint write (ckptMu: each reads the log start after the previous
+// write).
+func (l *Log) renameBelowStart(gone []*segment) error {
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
 	if err := l.writable(); err != nil {

@@ -79,6 +79,68 @@ func TestRollByAge(t *testing.T) {
 	}
 }
 
+// TestRollByAgeWithJitter checks segment.jitter.ms as Kafka applies it
+// (LogConfig.randomSegmentJitter, LogSegment.shouldRoll): each segment draws
+// its own jitter from [0, min(SegmentJitter, SegmentAge)) when it is created,
+// and rolls once it is older than SegmentAge less that jitter. Batches are
+// appended a minute apart; the random source returns draws in turn.
+func TestRollByAgeWithJitter(t *testing.T) {
+	tests := []struct {
+		name   string
+		jitter time.Duration
+		draws  []time.Duration // what the random source returns, in turn
+		bound  time.Duration   // the n every draw is asked for; 0: none asked
+		rolls  []time.Duration // the ages of the first segments when they roll
+	}{
+		{"no jitter", 0, nil, 0, []time.Duration{61 * time.Minute, 61 * time.Minute}},
+		{"a jitter per segment", 30 * time.Minute, []time.Duration{20 * time.Minute, 5 * time.Minute, 0},
+			30 * time.Minute, []time.Duration{41 * time.Minute, 56 * time.Minute}},
+		{"bounded by segment.ms", 2 * time.Hour, []time.Duration{59 * time.Minute, 0, 0},
+			time.Hour, []time.Duration{2 * time.Minute, 61 * time.Minute}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var asked []time.Duration
+			randN := func(n int64) int64 {
+				asked = append(asked, time.Duration(n))
+				if len(asked) > len(tt.draws) {
+					t.Fatalf("draw %d, only %d expected", len(asked), len(tt.draws))
+				}
+				return int64(tt.draws[len(asked)-1])
+			}
+			clk := newClock()
+			l := openLog(t, vfs.NewMem(), Config{SegmentAge: time.Hour, SegmentJitter: tt.jitter, randN: randN, Now: clk.Now})
+			var rolls []time.Duration
+			start := clk.Now()
+			for range 200 {
+				if len(rolls) == len(tt.rolls) {
+					break
+				}
+				n := l.NumSegments()
+				if _, err := l.Append(mkBatchAt(clk.Now().UnixMilli()), 0); err != nil {
+					t.Fatal(err)
+				}
+				if l.NumSegments() > n {
+					rolls = append(rolls, clk.Now().Sub(start))
+					start = clk.Now()
+				}
+				clk.Advance(time.Minute)
+			}
+			if !slices.Equal(rolls, tt.rolls) {
+				t.Fatalf("segments rolled at ages %v, want %v", rolls, tt.rolls)
+			}
+			for _, n := range asked {
+				if n != tt.bound {
+					t.Fatalf("jitter drawn from [0, %v), want [0, %v)", n, tt.bound)
+				}
+			}
+			if len(asked) != len(tt.draws) {
+				t.Fatalf("%d jitters drawn for %d segments, want %d", len(asked), l.NumSegments(), len(tt.draws))
+			}
+		})
+	}
+}
+
 // mkBatchAt builds a one-record batch whose timestamp is ts (-1: none).
 func mkBatchAt(ts int64) []byte { return mkBatch(1, 20, ts) }
 

@@ -81,6 +81,9 @@ type segment struct {
 	// indexInterval is the log's IndexIntervalBytes when the segment was
 	// opened, for a rebuild a damaged index entry starts (entry).
 	indexInterval int
+	// rollJitter brings the segment's time-based roll forward (shouldRoll):
+	// drawn once, when the segment is created or opened (Config.SegmentJitter).
+	rollJitter time.Duration
 
 	size int64 // bytes of whole batches
 	next int64 // offset just past the last batch; base when empty
@@ -165,7 +168,8 @@ func (s *segment) path(suffix string) string {
 }
 
 func newSegment(fsys vfs.FS, dir string, base int64, log vfs.File, cfg *Config) *segment {
-	s := &segment{fsys: fsys, dir: dir, base: base, log: log, next: base, indexInterval: cfg.IndexIntervalBytes}
+	s := &segment{fsys: fsys, dir: dir, base: base, log: log, next: base,
+		indexInterval: cfg.IndexIntervalBytes, rollJitter: cfg.rollJitter()}
 	s.refs.Store(1)
 	capacities := segmentIndexes{
 		index:  offsetIndex{max: cfg.IndexMaxBytes / indexEntrySize},

@@ -304,9 +304,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		return err
 	}
 	l.publishEmpty(s, offset)
-	for _, o := range old {
-		o.release()
-	}
+	l.releaseDeleted(old)
 	l.stats.segmentsDeleted.Add(int64(len(old)))
 	l.recoveryPoint.Store(offset)
 	if err := l.writeCheckpoints(true); err != nil {
@@ -317,7 +315,8 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 
 // deleteSegments removes segments no longer in the published list: their logs are
 // renamed to .deleted (durably, so a crash cannot bring them back) and removed
-// when the last Chunk on them is released; their indexes are removed at once.
+// once FileDeleteDelay has passed and the last Chunk on them is released
+// (releaseDeleted); their indexes are removed at once.
 func (l *Log) deleteSegments(segs []*segment) error {
 	if len(segs) == 0 {
 		return nil
@@ -325,7 +324,7 @@ func (l *Log) deleteSegments(segs []*segment) error {
 	if err := l.renameDeleted(segs); err != nil {
 		return err
 	}
-	releaseSegments(segs)
+	l.releaseDeleted(segs)
 	l.stats.segmentsDeleted.Add(int64(len(segs)))
 	return nil
 }

@@ -70,7 +70,7 @@ func (l *Log) unshareLocked(s *segment) (*segment, error) {
 		return s, err
 	}
 	ns := newSegment(l.fsys, l.dir, s.base, f, l.conf())
-	ns.size, ns.next = s.size, s.next
+	ns.size, ns.next, ns.rollJitter = s.size, s.next, s.rollJitter
 	ns.mu.created, ns.mu.modified, ns.mu.aborts = s.creationTime(), s.lastModified(), s.abortState()
 	l.replaceSegment(s, ns)
 	s.release() // the log's reference; s is not deleted, its name is ns's now
