@@ -81,6 +81,9 @@ func TestTieredDisableDeletesRemote(t *testing.T) {
 		t.Fatal("local retention deleted nothing after the upload")
 	}
 	tc.RemoteStorageEnable, tc.RemoteLogDeleteOnDisable = false, true
+	// As the Manager applies a change: the partition's config first (the
+	// deletion's end applies it again).
+	p.setConfig(&tc)
 	m.applyTier(p, tc)
 	if p.Tier() != nil {
 		t.Fatal("tier kept after remote.storage.enable was turned off")
