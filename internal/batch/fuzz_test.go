@@ -8,7 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/fuzz/FuzzValidate from seedBatches")
@@ -119,6 +122,7 @@ func checkBatch(t *testing.T, data []byte) {
 			if err := Records(data, func(Header, Record) error { n++; return nil }); err != nil || n != h.NumRecords {
 				t.Fatalf("ValidateRecords took records Records reads as %d of %d (%v)", n, h.NumRecords, err)
 			}
+			checkRecompress(t, data, h, records)
 		}
 	}
 	it := NewIter(data)
@@ -128,5 +132,46 @@ func checkBatch(t *testing.T, data []byte) {
 	}
 	if total != it.Pos() || total > len(data) || (it.Err() == nil && total != len(data)) {
 		t.Fatalf("iter covered %d of %d bytes, pos %d, err %v", total, len(data), it.Pos(), it.Err())
+	}
+}
+
+// checkRecompress: a batch ValidateRecords took, rebuilt with another codec
+// (picked from its length), is a valid batch of the same records.
+func checkRecompress(t *testing.T, data []byte, h Header, records []byte) {
+	codec := Codec(len(data) % int(maxCodec+1))
+	out, err := Recompress(data, h, records, Compression{Codec: codec, Level: DefaultLevel(codec)})
+	if err != nil {
+		t.Fatalf("Recompress to codec %d: %v", codec, err)
+	}
+	oh, err := Validate(out)
+	if err != nil || oh.Codec() != codec || oh.NumRecords != h.NumRecords {
+		t.Fatalf("Recompress to codec %d gave header %+v, %v", codec, oh, err)
+	}
+	var before, after []Record
+	collect := func(into *[]Record) func(Header, Record) error {
+		return func(_ Header, r Record) error {
+			r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+			hs := make([]kmsg.Header, len(r.Headers))
+			for i, hd := range r.Headers {
+				hs[i] = kmsg.Header{Key: hd.Key, Value: bytes.Clone(hd.Value)}
+			}
+			r.OffsetDelta, r.Headers = 0, hs
+			*into = append(*into, r)
+			return nil
+		}
+	}
+	if err := Records(data, collect(&before)); err != nil {
+		t.Fatal(err)
+	}
+	if err := Records(out, collect(&after)); err != nil {
+		t.Fatalf("records of the rebuilt batch: %v", err)
+	}
+	for i := range before {
+		b, a := before[i], after[i]
+		if !bytes.Equal(b.Key, a.Key) || !bytes.Equal(b.Value, a.Value) || (b.Key == nil) != (a.Key == nil) ||
+			(b.Value == nil) != (a.Value == nil) || b.TimestampDelta != a.TimestampDelta || !slices.EqualFunc(b.Headers, a.Headers,
+			func(x, y kmsg.Header) bool { return x.Key == y.Key && bytes.Equal(x.Value, y.Value) && (x.Value == nil) == (y.Value == nil) }) {
+			t.Fatalf("record %d rebuilt as %+v, was %+v", i, a, b)
+		}
 	}
 }
