@@ -170,7 +170,9 @@ func checkRecompress(t *testing.T, data []byte, h Header, records []byte) {
 		b, a := before[i], after[i]
 		if !bytes.Equal(b.Key, a.Key) || !bytes.Equal(b.Value, a.Value) || (b.Key == nil) != (a.Key == nil) ||
 			(b.Value == nil) != (a.Value == nil) || b.TimestampDelta != a.TimestampDelta || !slices.EqualFunc(b.Headers, a.Headers,
-			func(x, y kmsg.Header) bool { return x.Key == y.Key && bytes.Equal(x.Value, y.Value) && (x.Value == nil) == (y.Value == nil) }) {
+			func(x, y kmsg.Header) bool {
+				return x.Key == y.Key && bytes.Equal(x.Value, y.Value) && (x.Value == nil) == (y.Value == nil)
+			}) {
 			t.Fatalf("record %d rebuilt as %+v, was %+v", i, a, b)
 		}
 	}
