@@ -34,7 +34,8 @@ func DefaultLevel(codec Codec) int {
 // kgoCodec is c in franz-go's terms. Kafka's lz4 compresses its default level
 // (9) with lz4's fast compressor and every other level with the high
 // compressor at that level, which franz-go's lz4 library takes up to 9; zstd
-// levels are mapped to the encoder's four speeds as zstd's own levels are.
+// levels are mapped to the encoder's four speeds as zstd's own levels are (0
+// being zstd's default level, 3).
 func (c Compression) kgoCodec() (kgo.CompressionCodec, error) {
 	switch c.Codec {
 	case CodecGzip:
@@ -48,7 +49,11 @@ func (c Compression) kgoCodec() (kgo.CompressionCodec, error) {
 		}
 		return kgo.Lz4Compression().WithLevel(level), nil
 	case CodecZstd:
-		return kgo.ZstdCompression().WithLevel(int(zstd.EncoderLevelFromZstd(c.Level))), nil
+		level := c.Level
+		if level == 0 { // zstd's "default level" (ZSTD_CLEVEL_DEFAULT), as zstd-jni reads 0
+			level = DefaultLevel(CodecZstd)
+		}
+		return kgo.ZstdCompression().WithLevel(int(zstd.EncoderLevelFromZstd(level))), nil
 	}
 	return kgo.CompressionCodec{}, ErrBadCodec
 }

@@ -92,3 +92,27 @@ func TestRecompress(t *testing.T) {
 		}
 	}
 }
+
+// TestZstdLevelZeroIsDefault: compression.zstd.level=0 is zstd's default level
+// (3), as Kafka's zstd-jni reads it (ZSTD_c_compressionLevel 0 is
+// ZSTD_CLEVEL_DEFAULT), not the fastest level.
+func TestZstdLevelZeroIsDefault(t *testing.T) {
+	words := bytes.Fields([]byte("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon"))
+	var in []byte
+	x := uint32(7)
+	for range 20000 {
+		x = x*1664525 + 1013904223
+		in = append(append(in, words[x>>16%uint32(len(words))]...), ' ')
+	}
+	zero, err := Compress(new(bytes.Buffer), in, Compression{Codec: CodecZstd, Level: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := Compress(new(bytes.Buffer), in, Compression{Codec: CodecZstd, Level: DefaultLevel(CodecZstd)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(zero, def) {
+		t.Fatalf("zstd level 0 gave %d bytes, the default level %d: level 0 is not the default", len(zero), len(def))
+	}
+}
