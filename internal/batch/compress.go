@@ -88,8 +88,12 @@ func Compress(dst *bytes.Buffer, records []byte, c Compression) ([]byte, error) 
 	return out, nil
 }
 
-// compressBuffers are Recompress's scratch buffers.
-var compressBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// compressBuffers hold Recompress's compressed records; renumberBuffers its
+// renumbered ones (a rare case: clients number records 0, 1, ...).
+var (
+	compressBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	renumberBuffers = sync.Pool{New: func() any { return new([]byte) }}
+)
 
 // Recompress rebuilds produced batch b (header h, records its record section,
 // decompressed, as ValidateRecords returned it) with its records compressed
@@ -99,17 +103,21 @@ var compressBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // timestamp and records; records whose offset deltas are not 0, 1, ... are
 // renumbered so (Kafka assigns offsets of its own then too), and the max
 // timestamp is taken from the records. The base offset and leader epoch are
-// the leader's to set at append. The batch returned is newly allocated.
+// the leader's to set at append. The batch returned is newly allocated; the
+// scratch buffers are pooled.
 func Recompress(b []byte, h Header, records []byte, c Compression) ([]byte, error) {
-	scratch := compressBuffers.Get().(*bytes.Buffer)
-	defer compressBuffers.Put(scratch)
-	scratch.Reset()
-	body, maxDelta, err := renumbered(scratch.AvailableBuffer(), records, h.NumRecords)
+	maxDelta, numbered, err := scanRecords(records, h.NumRecords)
 	if err != nil {
 		return nil, err
 	}
+	body := records
+	if !numbered {
+		scratch := renumberBuffers.Get().(*[]byte)
+		defer renumberBuffers.Put(scratch)
+		body = renumbered((*scratch)[:0], records, h.NumRecords)
+		*scratch = body[:0]
+	}
 	if c.Codec != CodecNone {
-		// body may alias scratch; compress into a second buffer.
 		zbuf := compressBuffers.Get().(*bytes.Buffer)
 		defer compressBuffers.Put(zbuf)
 		zbuf.Reset()
@@ -129,25 +137,32 @@ func Recompress(b []byte, h Header, records []byte, c Compression) ([]byte, erro
 	return out, nil
 }
 
-// renumbered appends the n records of records to dst, each with offset delta
-// equal to its index (a record already so is copied as it is), and returns
-// them with the largest timestamp delta.
-func renumbered(dst, records []byte, n int32) ([]byte, int64, error) {
-	var maxDelta int64
+// scanRecords returns the largest timestamp delta of the n records of
+// records, and whether their offset deltas are 0, 1, ... already.
+func scanRecords(records []byte, n int32) (maxDelta int64, numbered bool, err error) {
+	numbered = true
 	i := int32(0)
-	err := WalkRecords(records, n, func(r RawRecord) error {
+	err = WalkRecords(records, n, func(r RawRecord) error {
 		if i == 0 || r.TimestampDelta > maxDelta {
 			maxDelta = r.TimestampDelta
 		}
-		if r.OffsetDelta == i {
-			dst = append(dst, r.Bytes...)
-		} else {
-			dst = appendWithOffsetDelta(dst, r.Bytes, i)
-		}
+		numbered = numbered && r.OffsetDelta == i
 		i++
 		return nil
 	})
-	return dst, maxDelta, err
+	return maxDelta, numbered, err
+}
+
+// renumbered appends the n records of records (which scanRecords took) to
+// dst, each with offset delta equal to its index.
+func renumbered(dst, records []byte, n int32) []byte {
+	i := int32(0)
+	_ = WalkRecords(records, n, func(r RawRecord) error {
+		dst = appendWithOffsetDelta(dst, r.Bytes, i)
+		i++
+		return nil
+	})
+	return dst
 }
 
 // appendWithOffsetDelta appends record rec (length varint included, as
