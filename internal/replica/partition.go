@@ -1018,14 +1018,17 @@ func (p *Partition) ListOffset(ctx context.Context, ts int64, iso Isolation) (of
 	}
 	var off, t int64
 	var ok bool
+	// Kafka holds the records these lookups read to the topic's
+	// max.decompressed.message.bytes (INVALID_RECORD above it).
+	maxRecord := int(p.Config().MaxDecompressedMessageBytes)
 	switch {
 	case ts == MaxTimestamp:
-		off, t, err = p.log.MaxTimestamp()
+		off, t, err = p.log.MaxTimestamp(maxRecord)
 		ok = off >= 0
 	case ts < 0: // another special timestamp (-5 and -6 without a tier): none
 		return -1, -1, -1, false, nil
 	default:
-		off, t, ok, err = p.log.OffsetForTimestamp(ts)
+		off, t, ok, err = p.log.OffsetForTimestamp(ts, maxRecord)
 	}
 	if err != nil {
 		return 0, 0, -1, false, err

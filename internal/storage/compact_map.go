@@ -8,6 +8,9 @@ import (
 	"github.com/strata-stream/strata/internal/batch"
 )
 
+// decompressor inflates compressed batches for the cleaner.
+var decompressor = kgo.DefaultDecompressor()
+
 // offsetMap maps each key of the dirty section to the offset of its latest record.
 // Keys are kept whole (Kafka keeps 16-byte hashes), so two keys never collide. The
 // map holds positions in latest, so that updating a known key is a lookup, which
