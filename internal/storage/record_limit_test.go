@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/strata-stream/strata/internal/batch"
@@ -157,6 +158,80 @@ func TestTierTimestampLookupRecordLimit(t *testing.T) {
 			var err error
 			grown := allocated(func() { off, _, ok, err = tier.OffsetForTimestamp(ctxTimeout(t), tc.ts, tc.maxRecord) })
 			checkLookup(t, off, ok, err, grown, tc.off, tc.want, ErrRemoteCorrupt)
+		})
+	}
+}
+
+// TestCompactRecordLimit: a pass that reads a record of a compressed batch
+// above MaxRecordBytes fails, in the offset map pass (a dirty record) or the
+// filter pass (a record cleaned before the limit came down), as Kafka's
+// cleaner fails on it (Cleaner.buildOffsetMapForSegment, cleanInto); the
+// error names the limit and is no corrupt segment; the log is left as it
+// was, and a pass without the limit cleans it. A frame declaring 512 MiB
+// fails either pass without allocating it.
+func TestCompactRecordLimit(t *testing.T) {
+	limited := compactOpts()
+	limited.MaxRecordBytes = 1000
+	for _, tc := range []struct {
+		name string
+		// dirty is appended and sealed before the first pass, clean after it
+		// (a pass without a limit makes it clean).
+		dirty, clean [][]byte
+		want         error
+	}{
+		{"large record in the map pass", [][]byte{withLarge(0)}, nil, batch.ErrRecordTooLarge},
+		{"large record in the filter pass", nil, [][]byte{withLarge(0)}, batch.ErrRecordTooLarge},
+		{"zstd declares 512 MiB in the map pass", [][]byte{lying(4, zstdClaiming(declared), 0)}, nil, batch.ErrDecompress},
+		{"snappy declares 512 MiB in the filter pass", nil, [][]byte{lying(2, snappyClaiming(declared), 0)}, batch.ErrDecompress},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			l := openLog(t, vfs.NewMem(), compactCfg(clk))
+			appendKV(t, l, clk, 1, put("k", "1"))
+			for _, b := range tc.clean {
+				if _, err := l.Append(b, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seal(t, l, clk)
+			if tc.clean != nil {
+				// An earlier pass (before the limit came down, or a build
+				// whose cleaner read past the bound) cleaned them.
+				l.appendMu.Lock()
+				l.cleaner.record(l.LogEndOffset(), clk.Now().UnixMilli(), limited.DeleteRetention, false)
+				l.appendMu.Unlock()
+			}
+			for _, b := range tc.dirty {
+				if _, err := l.Append(b, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			appendKV(t, l, clk, 1, put("k", "2"))
+			seal(t, l, clk)
+			before, firstDirty := readAll(t, l), l.FirstDirtyOffset()
+
+			var err error
+			grown := allocated(func() { _, err = l.Compact(l.LogEndOffset(), limited) })
+			if grown > mostAllocated {
+				t.Errorf("%d bytes allocated", grown)
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Compact: err = %v, want %v", err, tc.want)
+			}
+			if tc.want == batch.ErrRecordTooLarge && (errors.Is(err, ErrCorruptSegment) || !strings.Contains(err.Error(), "max.decompressed.message.bytes")) {
+				t.Errorf("err = %v: want no corrupt segment, naming max.decompressed.message.bytes", err)
+			}
+			sameBatches(t, readAll(t, l), before)
+			if l.FirstDirtyOffset() != firstDirty {
+				t.Errorf("first dirty offset %d after a failed pass, was %d", l.FirstDirtyOffset(), firstDirty)
+			}
+			if tc.want == batch.ErrRecordTooLarge {
+				unlimited := limited
+				unlimited.MaxRecordBytes = 0
+				if st := mustCompact(t, l, l.LogEndOffset(), unlimited); st.Superseded == 0 {
+					t.Errorf("a pass without the limit superseded nothing: %+v", st)
+				}
+			}
 		})
 	}
 }
