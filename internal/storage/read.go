@@ -499,18 +499,26 @@ func (q *timestampLookup) inBatchAt(f vfs.File, pos int64, h *batch.Header) (int
 	return off, t, ok, err
 }
 
-// overLimit reports whether err is a batch's records refused for their size:
-// a record above the topic's limit, or records decompressing past the bound.
-// Neither is a corrupt segment: Kafka answers INVALID_RECORD.
-func overLimit(err error) bool {
-	return errors.Is(err, batch.ErrRecordTooLarge) || errors.Is(err, batch.ErrDecompressedTooLarge)
+// limitFailure wraps err, from the records of the batch at where, if it
+// refuses them for their size: a record above the topic's
+// max.decompressed.message.bytes (batch.ErrRecordTooLarge) or records
+// decompressing past the bound (batch.ErrDecompressedTooLarge). Neither is
+// corrupt data: Kafka answers INVALID_RECORD. It is nil for other errors.
+func limitFailure(where string, err error) error {
+	switch {
+	case errors.Is(err, batch.ErrRecordTooLarge):
+		return fmt.Errorf("%s: %w (max.decompressed.message.bytes)", where, err)
+	case errors.Is(err, batch.ErrDecompressedTooLarge):
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return nil
 }
 
 // recordsFailure wraps err, from reading the records of the batch at pos in
-// the segment file name: a corrupt segment unless overLimit.
+// the segment file name: a limitFailure, or else a corrupt segment.
 func recordsFailure(name string, pos int64, err error) error {
-	if overLimit(err) {
-		return fmt.Errorf("%s at %d: %w (max.decompressed.message.bytes)", name, pos, err)
+	if lf := limitFailure(fmt.Sprintf("%s at %d", name, pos), err); lf != nil {
+		return lf
 	}
 	return corrupt(name, pos, err)
 }

@@ -92,22 +92,32 @@ func recordLimitBatches() [][]byte {
 	}
 }
 
-// checkLookup checks one lookup of recordLimitCases.
-func checkLookup(t *testing.T, off int64, ok bool, err error, grown uint64, off0 int64, want error, notWrapped error) {
-	t.Helper()
-	switch {
-	case want == nil && (err != nil || !ok || off != off0):
-		t.Errorf("offset %d, %v, %v; want %d", off, ok, err, off0)
-	case want != nil && !errors.Is(err, want):
-		t.Errorf("err = %v, want %v", err, want)
-	case errors.Is(want, batch.ErrRecordTooLarge) && (!errors.Is(err, batch.ErrInvalid) || errors.Is(err, notWrapped)):
-		t.Errorf("err = %v: want INVALID_RECORD, not %v", err, notWrapped)
-	}
-	if grown > mostAllocated {
-		t.Errorf("%d bytes allocated", grown)
+// checkLookups runs recordLimitCases through lookup; a large record refused
+// must be INVALID_RECORD, not wrapped as notAs.
+func checkLookups(t *testing.T, lookup func(ts int64, maxRecord int) (int64, bool, error), notAs error) {
+	for _, tc := range recordLimitCases {
+		t.Run(tc.name, func(t *testing.T) {
+			var off int64
+			var ok bool
+			var err error
+			grown := allocated(func() { off, ok, err = lookup(tc.ts, tc.maxRecord) })
+			switch {
+			case tc.want == nil && (err != nil || !ok || off != tc.off):
+				t.Errorf("offset %d, %v, %v; want %d", off, ok, err, tc.off)
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Errorf("err = %v, want %v", err, tc.want)
+			case tc.want == batch.ErrRecordTooLarge && (!errors.Is(err, batch.ErrInvalid) || errors.Is(err, notAs)):
+				t.Errorf("err = %v: want INVALID_RECORD, not %v", err, notAs)
+			}
+			if grown > mostAllocated {
+				t.Errorf("%d bytes allocated", grown)
+			}
+		})
 	}
 }
 
+// TestTimestampLookupRecordLimit: recordLimitCases over the local log, and
+// the max-timestamp lookup held to the limit too.
 func TestTimestampLookupRecordLimit(t *testing.T) {
 	l := openLog(t, vfs.NewMem(), Config{})
 	for _, b := range recordLimitBatches() {
@@ -115,15 +125,10 @@ func TestTimestampLookupRecordLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, tc := range recordLimitCases {
-		t.Run(tc.name, func(t *testing.T) {
-			var off int64
-			var ok bool
-			var err error
-			grown := allocated(func() { off, _, ok, err = l.OffsetForTimestamp(tc.ts, tc.maxRecord) })
-			checkLookup(t, off, ok, err, grown, tc.off, tc.want, ErrCorruptSegment)
-		})
-	}
+	checkLookups(t, func(ts int64, maxRecord int) (int64, bool, error) {
+		off, _, ok, err := l.OffsetForTimestamp(ts, maxRecord)
+		return off, ok, err
+	}, ErrCorruptSegment)
 
 	// The record with the largest timestamp is found the same way (Kafka's
 	// RecordBatch.offsetOfMaxTimestamp).
@@ -139,6 +144,7 @@ func TestTimestampLookupRecordLimit(t *testing.T) {
 	}
 }
 
+// TestTierTimestampLookupRecordLimit: recordLimitCases over remote segments.
 func TestTierTimestampLookupRecordLimit(t *testing.T) {
 	l, tier := tieredLog(t, memStore(t, vfs.NewMem()), 4096, nil)
 	for _, b := range recordLimitBatches() {
@@ -151,15 +157,10 @@ func TestTierTimestampLookupRecordLimit(t *testing.T) {
 	if l.LogStartOffset() <= 4 {
 		t.Fatalf("local start %d: the batches under test are not remote", l.LogStartOffset())
 	}
-	for _, tc := range recordLimitCases {
-		t.Run(tc.name, func(t *testing.T) {
-			var off int64
-			var ok bool
-			var err error
-			grown := allocated(func() { off, _, ok, err = tier.OffsetForTimestamp(ctxTimeout(t), tc.ts, tc.maxRecord) })
-			checkLookup(t, off, ok, err, grown, tc.off, tc.want, ErrRemoteCorrupt)
-		})
-	}
+	checkLookups(t, func(ts int64, maxRecord int) (int64, bool, error) {
+		off, _, ok, err := tier.OffsetForTimestamp(ctxTimeout(t), ts, maxRecord)
+		return off, ok, err
+	}, ErrRemoteCorrupt)
 }
 
 // TestCompactRecordLimit: a pass that reads a record of a compressed batch
@@ -174,8 +175,8 @@ func TestCompactRecordLimit(t *testing.T) {
 	limited.MaxRecordBytes = 1000
 	for _, tc := range []struct {
 		name string
-		// dirty is appended and sealed before the first pass, clean after it
-		// (a pass without a limit makes it clean).
+		// clean is appended and made clean, as an earlier pass would leave
+		// it; dirty is appended after.
 		dirty, clean [][]byte
 		want         error
 	}{

@@ -334,10 +334,10 @@ func (t *Tier) OffsetForTimestamp(ctx context.Context, ts int64, maxRecord int) 
 				}
 				if h.MaxTimestamp >= ts && h.NextOffset() > m.Start {
 					off, tsFound, found, err := q.in(data[p:p+h.Size()], &h)
-					switch {
-					case overLimit(err):
-						return 0, 0, false, fmt.Errorf("%s block at %d: batch at %d: %w (max.decompressed.message.bytes)", key, k.Pos, p, err)
-					case err != nil:
+					if err != nil {
+						if lf := limitFailure(fmt.Sprintf("%s block at %d: batch at %d", key, k.Pos, p), err); lf != nil {
+							return 0, 0, false, lf
+						}
 						return 0, 0, false, fmt.Errorf("%w: %s: %w", ErrRemoteCorrupt, key, err)
 					}
 					if found {
