@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 )
 
@@ -278,7 +279,7 @@ func TestFindTimestamp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			off, ts, ok, err := FindTimestamp(&h, b[HeaderSize:], tt.ts, tt.min)
+			off, ts, ok, err := FindTimestamp(&h, b[HeaderSize:], tt.ts, tt.min, math.MaxInt32)
 			if err != nil || ok != tt.ok || (ok && (off != tt.off || ts != tt.time)) {
 				t.Fatalf("got %d %d %v %v, want %d %d %v", off, ts, ok, err, tt.off, tt.time, tt.ok)
 			}
@@ -288,23 +289,68 @@ func TestFindTimestamp(t *testing.T) {
 		c := bytes.Clone(b)
 		SetLogAppendTime(c, 9000)
 		h, _ := Validate(c)
-		off, ts, ok, err := FindTimestamp(&h, c[HeaderSize:], 8000, 11)
+		off, ts, ok, err := FindTimestamp(&h, c[HeaderSize:], 8000, 11, math.MaxInt32)
 		if err != nil || !ok || off != 11 || ts != 9000 {
 			t.Fatalf("got %d %d %v %v", off, ts, ok, err)
 		}
 		// A batch compaction emptied holds no record to answer.
 		empty := h
 		empty.NumRecords = 0
-		if _, _, ok, err := FindTimestamp(&empty, nil, 8000, 0); ok || err != nil {
+		if _, _, ok, err := FindTimestamp(&empty, nil, 8000, 0, math.MaxInt32); ok || err != nil {
 			t.Fatalf("an empty batch answered a record: %v %v", ok, err)
 		}
 	})
 	t.Run("malformed", func(t *testing.T) {
-		_, _, _, err := FindTimestamp(&h, b[HeaderSize:HeaderSize+3], 5000, 0)
+		_, _, _, err := FindTimestamp(&h, b[HeaderSize:HeaderSize+3], 5000, 0, math.MaxInt32)
 		if !errors.Is(err, ErrBadRecord) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// TestFindTimestampRecordLimit: in a compressed batch, a record whose body
+// is above the limit stops the lookup with ErrRecordTooLarge once it is
+// reached, as Kafka's streaming iterator throws there; an answer before it
+// is still found, and an uncompressed batch's records are not held to the
+// limit (Kafka reads them without that iterator).
+func TestFindTimestampRecordLimit(t *testing.T) {
+	recs := []Record{{Value: []byte("a")}, {TimestampDelta: 10, Value: bytes.Repeat([]byte("b"), 100)}, {TimestampDelta: 20, Value: []byte("c")}}
+	const small = 50 // above the bodies of the first and last records, below the second's
+	buf := GetRecordsBuffer()
+	defer buf.Release()
+	for _, tt := range []struct {
+		name      string
+		codec     Codec
+		ts        int64
+		maxRecord int
+		off       int64
+		tooLarge  bool
+	}{
+		{"answer before the large record", CodecGzip, 0, small, 0, false},
+		{"large record reached", CodecGzip, 5, small, 0, true},
+		{"large record read before the answer", CodecGzip, 15, small, 0, true},
+		{"within the limit", CodecGzip, 15, 1000, 2, false},
+		{"uncompressed not held", CodecNone, 15, small, 2, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := Build(BuildOptions{FirstTimestamp: 1000, Codec: tt.codec}, recs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, _ := Validate(b)
+			records, err := buf.Section(h, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off, _, ok, err := FindTimestamp(&h, records, 1000+tt.ts, 0, tt.maxRecord)
+			switch {
+			case tt.tooLarge && !errors.Is(err, ErrRecordTooLarge):
+				t.Fatalf("err = %v, want %v", err, ErrRecordTooLarge)
+			case !tt.tooLarge && (err != nil || !ok || off != tt.off):
+				t.Fatalf("got offset %d, %v, %v; want %d", off, ok, err, tt.off)
+			}
+		})
+	}
 }
 
 func TestZeroAllocs(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -102,26 +101,24 @@ func Build(o BuildOptions, records []Record) ([]byte, error) {
 	return b, nil
 }
 
-var decompressor = kgo.DefaultDecompressor()
-
 // compress compresses b with codec at Kafka's default level for it.
 func compress(b []byte, codec Codec) ([]byte, error) {
 	return Compress(new(bytes.Buffer), b, Compression{Codec: codec, Level: DefaultLevel(codec)})
 }
 
 // Records decodes the records of one validated batch b (decompressing it when
-// needed) and calls fn for each, in order. Key, Value and header slices alias a
-// buffer that is only valid during fn.
+// needed, bounded: RecordsBuffer.Section) and calls fn for each, in order. Key,
+// Value and header slices alias a buffer that is only valid during fn.
 func Records(b []byte, fn func(h Header, r Record) error) error {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return err
 	}
-	body := b[HeaderSize:]
-	if h.Codec() != 0 {
-		if body, err = decompressor.Decompress(body, kgo.CompressionCodecType(h.Codec())); err != nil {
-			return fmt.Errorf("%w: decompressing: %v", ErrBadRecord, err)
-		}
+	buf := GetRecordsBuffer()
+	defer buf.Release()
+	body, err := buf.Section(h, b)
+	if err != nil {
+		return err
 	}
 	for i := int32(0); i < h.NumRecords; i++ {
 		length, n := binary.Varint(body)

@@ -2,7 +2,9 @@ package batch
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,5 +52,39 @@ func TestBuildRecordsRoundTrip(t *testing.T) {
 	}
 	if _, err := Build(BuildOptions{}, nil); err == nil {
 		t.Fatal("an empty batch must be refused")
+	}
+}
+
+// TestRecordsBounded: Records decompresses with the bounded decoders, as a
+// produced batch is (ValidateRecords): a stored batch whose snappy block or
+// zstd frame declares far more than its bytes hold does not decompress
+// (ErrDecompress) and allocates nothing like what it declares; records that
+// inflate past the bound are ErrDecompressedTooLarge. franz-go's decoder,
+// which Records used before, allocated what the frame declared (512 MiB).
+func TestRecordsBounded(t *testing.T) {
+	b, _ := recordsOf(t, []Record{{Value: []byte("v")}})
+	for _, tc := range []struct {
+		name    string
+		codec   Codec
+		section []byte
+		want    error
+	}{
+		{"snappy declares 512 MiB", CodecSnappy, snappyClaiming(bombSize), ErrDecompress},
+		{"zstd declares 512 MiB", CodecZstd, zstdClaiming(bombSize), ErrDecompress},
+		{"zstd inflates past the bound", CodecZstd, concatenated(zstdStreamed(t, make([]byte, 1<<20)), 2*MinDecompressedLimit>>20), ErrDecompressedTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored := withSection(b, tc.codec, tc.section, 1)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err := Records(stored, func(Header, Record) error { return nil })
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, tc.want) {
+				t.Errorf("err = %v, want %v", err, tc.want)
+			}
+			if grown := after.TotalAlloc - before.TotalAlloc; grown > 5*MinDecompressedLimit {
+				t.Errorf("%d bytes allocated for a %d-byte section", grown, len(tc.section))
+			}
+		})
 	}
 }

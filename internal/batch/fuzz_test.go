@@ -105,7 +105,7 @@ func checkBatch(t *testing.T, data []byte) {
 			t.Fatalf("setters did not stick: %+v", h2)
 		}
 		if h.Codec() == CodecNone {
-			_, _, _, _ = FindTimestamp(&h, data[HeaderSize:], h.FirstTimestamp, h.BaseOffset)
+			_, _, _, _ = FindTimestamp(&h, data[HeaderSize:], h.FirstTimestamp, h.BaseOffset, math.MaxInt32)
 		}
 		// Records a produce takes are records every reader can decode.
 		buf := GetRecordsBuffer()

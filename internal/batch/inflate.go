@@ -32,7 +32,7 @@ const (
 func decompressedLimit(n int) int { return max(MinDecompressedLimit, MaxDecompressionRatio*n) }
 
 // A RecordsBuffer holds the decompressed records of one batch at a time (see
-// ValidateRecords). It is pooled with the decoders that fill it
+// Section). It is pooled with the decoders that fill it
 // (GetRecordsBuffer, Release), so a steady stream of compressed batches is
 // decompressed without allocating. It is not safe for concurrent use.
 type RecordsBuffer struct {
@@ -64,10 +64,13 @@ func (r *RecordsBuffer) Release() {
 	recordsBuffers.Put(r)
 }
 
-// section returns the record section of the batch b (header h): b's bytes
+// Section returns the record section of the batch b (header h): b's bytes
 // after the header, or, for a compressed batch, its records decompressed into
-// r. An error wraps ErrDecompressedTooLarge or ErrDecompress.
-func (r *RecordsBuffer) section(h Header, b []byte) ([]byte, error) {
+// r, valid until r is used again or released. Every reader of a compressed
+// batch's records, produced or stored, goes through it: an error wraps
+// ErrDecompressedTooLarge (past the bound, before more is allocated) or
+// ErrDecompress.
+func (r *RecordsBuffer) Section(h Header, b []byte) ([]byte, error) {
 	if h.Codec() == CodecNone {
 		return b[HeaderSize:], nil
 	}
@@ -82,6 +85,39 @@ func (r *RecordsBuffer) section(h Header, b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: codec %d: %v", ErrDecompress, h.Codec(), err)
 	}
 	return records, nil
+}
+
+// SectionWithin is Section for a reader of stored batches (the cleaner)
+// that holds each record of a compressed batch to maxRecord bytes (its body,
+// what its length varint counts), as Kafka's streaming record iterator holds
+// it to the topic's max.decompressed.message.bytes: the first record above
+// it is ErrRecordTooLarge. The records are not otherwise checked here: a
+// length that does not parse is left to the walk over them.
+func (r *RecordsBuffer) SectionWithin(h Header, b []byte, maxRecord int) ([]byte, error) {
+	records, err := r.Section(h, b)
+	if err != nil || h.Codec() == CodecNone {
+		return records, err
+	}
+	return records, bodiesWithin(h.NumRecords, records, maxRecord)
+}
+
+// bodiesWithin returns ErrRecordTooLarge for the first of the n records in
+// rest whose body is above maxBody. It reads their lengths only and stops at
+// one that does not parse.
+func bodiesWithin(n int32, rest []byte, maxBody int) error {
+	for i := range n {
+		length, k := sizeAt(rest, 0)
+		switch {
+		case k < 0 || length < 0:
+			return nil
+		case length > maxBody:
+			return fmt.Errorf("%w: record %d of %d bytes, at most %d", ErrRecordTooLarge, i, length, maxBody)
+		case length > len(rest)-k:
+			return nil
+		}
+		rest = rest[k+length:]
+	}
+	return nil
 }
 
 // inflate decompresses src, records compressed with codec as Kafka frames

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
@@ -223,6 +224,56 @@ func TestSizeThatLies(t *testing.T) {
 			}
 			if grown := after.TotalAlloc - before.TotalAlloc; grown > tc.most {
 				t.Errorf("%d bytes allocated for a %d-byte section", grown, len(tc.section))
+			}
+		})
+	}
+}
+
+// TestSectionWithin: the records of a compressed batch whose bodies are at
+// most the limit are returned decompressed; a body one byte above it is
+// ErrRecordTooLarge naming the record, as Kafka's streaming iterator
+// refuses a record above max.decompressed.message.bytes; an uncompressed
+// batch's records are not held to it; the bound of Section still applies.
+func TestSectionWithin(t *testing.T) {
+	recs := []Record{{Value: []byte("a")}, {Value: bytes.Repeat([]byte("b"), 300)}, {Value: []byte("c")}}
+	plain, _ := recordsOf(t, recs)
+	largest := 0
+	for rest := plain[HeaderSize:]; len(rest) > 0; {
+		n, k := binary.Varint(rest)
+		largest = max(largest, int(n))
+		rest = rest[k+int(n):]
+	}
+	gz, err := Build(BuildOptions{Codec: CodecGzip}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bomb := withSection(plain, CodecSnappy, snappyClaiming(bombSize), 1)
+	for _, tc := range []struct {
+		name      string
+		b         []byte
+		maxRecord int
+		want      error
+	}{
+		{"at the limit", gz, largest, nil},
+		{"a byte above", gz, largest - 1, ErrRecordTooLarge},
+		{"uncompressed", plain, 1, nil},
+		{"declares too much", bomb, largest, ErrDecompress},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := Validate(tc.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := GetRecordsBuffer()
+			defer buf.Release()
+			records, err := buf.SectionWithin(h, tc.b, tc.maxRecord)
+			switch {
+			case !errors.Is(err, tc.want) || (err == nil) != (tc.want == nil):
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			case err == nil && !bytes.Equal(records, plain[HeaderSize:]):
+				t.Fatalf("records differ from the batch's: %d bytes, want %d", len(records), len(plain)-HeaderSize)
+			case errors.Is(err, ErrRecordTooLarge) && !strings.Contains(err.Error(), "record 1 "):
+				t.Fatalf("err = %v: does not name record 1", err)
 			}
 		})
 	}

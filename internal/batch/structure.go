@@ -63,7 +63,7 @@ var ErrDecompress = errors.New("batch: records do not decompress")
 // uncompressed batch's records are not held to it (Kafka reads them without
 // that iterator).
 func ValidateRecords(h Header, b []byte, buf *RecordsBuffer, maxRecordBody int) ([]byte, error) {
-	records, err := buf.section(h, b)
+	records, err := buf.Section(h, b)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/remote"
 	"github.com/strata-stream/strata/internal/storage"
@@ -769,6 +770,7 @@ func compactOptions(tc metadata.TopicConfig) storage.CompactOptions {
 		MinCleanableDirtyRatio: tc.MinCleanableDirtyRatio,
 		MinCompactionLag:       millis(tc.MinCompactionLagMs),
 		MaxCompactionLag:       millis(tc.MaxCompactionLagMs),
+		MaxRecordBytes:         int(tc.MaxDecompressedMessageBytes),
 	}
 }
 
@@ -819,9 +821,15 @@ func (m *Manager) clean(p *Partition) {
 		// Kafka's cleaner stops at the first unstable offset: an open
 		// transaction's records may still be aborted.
 		st, err := p.log.Compact(p.lastStableOffset(hwm), compactOptions(*cfg))
-		if err != nil && !errors.Is(err, storage.ErrClosed) {
+		switch {
+		case errors.Is(err, batch.ErrRecordTooLarge):
+			// Kafka marks the partition uncleanable until a restart; the
+			// next interval tries again, as after any failed pass (the
+			// limit may have been raised).
+			m.log.Warn("compaction failed: a record above max.decompressed.message.bytes", "topic", p.Topic, "partition", p.Index, "err", err)
+		case err != nil && !errors.Is(err, storage.ErrClosed):
 			m.log.Warn("compaction", "topic", p.Topic, "partition", p.Index, "err", err)
-		} else if err == nil && st.Cleaned {
+		case err == nil && st.Cleaned:
 			m.log.Info("compacted", "topic", p.Topic, "partition", p.Index,
 				"bytes_read", st.BytesRead, "bytes_written", st.BytesWritten, "superseded", st.Superseded, "tombstones_removed", st.TombstonesRemoved, "aborted_removed", st.AbortedRemoved, "markers_removed", st.MarkersRemoved)
 		}

@@ -56,6 +56,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -412,6 +413,15 @@ func (p *Partition) minISR() int32 {
 		return cfg.MinInsyncReplicas
 	}
 	return 1
+}
+
+// maxRecordBytes is the topic's max.decompressed.message.bytes (no limit
+// before a configuration is set).
+func (p *Partition) maxRecordBytes() int {
+	if cfg := p.Config(); cfg != nil {
+		return int(cfg.MaxDecompressedMessageBytes)
+	}
+	return math.MaxInt32
 }
 
 // underMinISR reports whether the committed ISR is smaller than
@@ -1018,14 +1028,16 @@ func (p *Partition) ListOffset(ctx context.Context, ts int64, iso Isolation) (of
 	}
 	var off, t int64
 	var ok bool
+	// Kafka holds the records these lookups read to the topic's
+	// max.decompressed.message.bytes (INVALID_RECORD above it).
 	switch {
 	case ts == MaxTimestamp:
-		off, t, err = p.log.MaxTimestamp()
+		off, t, err = p.log.MaxTimestamp(p.maxRecordBytes())
 		ok = off >= 0
 	case ts < 0: // another special timestamp (-5 and -6 without a tier): none
 		return -1, -1, -1, false, nil
 	default:
-		off, t, ok, err = p.log.OffsetForTimestamp(ts)
+		off, t, ok, err = p.log.OffsetForTimestamp(ts, p.maxRecordBytes())
 	}
 	if err != nil {
 		return 0, 0, -1, false, err

@@ -404,3 +404,42 @@ func TestLeaderRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestListOffsetRecordLimit: a lookup by timestamp, or for the max timestamp,
+// that reaches a record of a compressed batch above the topic's
+// max.decompressed.message.bytes is INVALID_RECORD (batch.ErrInvalid), as
+// Kafka's ReplicaManager.fetchOffset answers the InvalidRecordException of its
+// streaming record iterator; the record is found once the limit is raised.
+// Every cleaning pass is given the same limit.
+func TestListOffsetRecordLimit(t *testing.T) {
+	p := newTestPartition(t, 1)
+	if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := metadata.DefaultTopicConfig()
+	p.setConfig(&cfg)
+	large := batchtest.Build(batchtest.Options{Codec: 1, FirstTimestamp: 1000, Records: []batchtest.Record{{Value: make([]byte, 900)}}})
+	if _, err := p.Append(large, 1); err != nil {
+		t.Fatal(err)
+	}
+	limited := cfg
+	limited.MaxDecompressedMessageBytes = 800
+	for _, tc := range []struct {
+		cfg     *metadata.TopicConfig
+		wantErr error
+	}{
+		{&limited, batch.ErrInvalid},
+		{&cfg, nil},
+	} {
+		p.setConfig(tc.cfg)
+		for _, ts := range []int64{1000, MaxTimestamp} {
+			off, _, _, found, err := p.ListOffset(context.Background(), ts, ReadUncommitted)
+			if !errors.Is(err, tc.wantErr) || (err == nil && (!found || off != 0)) {
+				t.Errorf("max.decompressed.message.bytes %d: ListOffset(%d) = %d, %v, %v; want offset 0 or %v", tc.cfg.MaxDecompressedMessageBytes, ts, off, found, err, tc.wantErr)
+			}
+		}
+	}
+	if got := compactOptions(limited).MaxRecordBytes; got != 800 {
+		t.Errorf("a pass is given MaxRecordBytes %d, want the topic's 800", got)
+	}
+}

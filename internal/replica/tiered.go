@@ -351,7 +351,7 @@ func (p *Partition) listOffsetTiered(ctx context.Context, tier *storage.Tier, ts
 		ctx, cancel = context.WithTimeout(ctx, defaultRemoteReadTimeout)
 		defer cancel()
 	}
-	off, t, ok, err := tier.OffsetForTimestamp(ctx, ts)
+	off, t, ok, err := tier.OffsetForTimestamp(ctx, ts, p.maxRecordBytes())
 	switch {
 	case err != nil:
 		return 0, 0, -1, false, true, err

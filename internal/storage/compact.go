@@ -38,6 +38,11 @@ type CompactOptions struct {
 	// DefaultOffsetMapBytes. When the dirty section has more keys, a pass cleans the
 	// prefix of whole segments whose keys fit (the first dirty segment always does).
 	OffsetMapBytes int64
+	// MaxRecordBytes holds each record of a compressed batch a pass reads to
+	// this many bytes decompressed (max.decompressed.message.bytes): a larger
+	// one fails the pass, which leaves the log as it was, as Kafka's cleaner
+	// fails on it. 0 means no limit.
+	MaxRecordBytes int
 	// Now is the clock for tombstone expiry and the compaction lag; nil means the
 	// log's Config.Now.
 	Now func() time.Time
@@ -62,6 +67,8 @@ func (o CompactOptions) Validate() error {
 		return fmt.Errorf("%w: MaxCompactionLag %v is negative", ErrConfig, o.MaxCompactionLag)
 	case o.OffsetMapBytes < 0:
 		return fmt.Errorf("%w: OffsetMapBytes %d is negative", ErrConfig, o.OffsetMapBytes)
+	case o.MaxRecordBytes < 0:
+		return fmt.Errorf("%w: MaxRecordBytes %d is negative", ErrConfig, o.MaxRecordBytes)
 	}
 	return nil
 }
@@ -263,12 +270,15 @@ func (l *Log) clean(p *compactPlan, opts CompactOptions) (CompactStats, error) {
 	if err != nil {
 		return stats, err
 	}
-	keys, end, err := buildOffsetMap(p, opts.OffsetMapBytes, producers.aborted)
+	recs := newPassRecords(opts)
+	defer recs.buf.Release()
+	keys, end, err := buildOffsetMap(p, opts.OffsetMapBytes, producers.aborted, recs)
 	if err != nil {
 		return stats, err
 	}
 	stats.EndOffset = end
 	c := &cleaner{
+		records:         recs,
 		keys:            keys,
 		producers:       producers.last,
 		lastBatch:       producers.lastBatch,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-stream/strata/internal/batch"
@@ -94,9 +93,10 @@ type cleaner struct {
 	markers  []markerClock
 	runEnded bool
 
-	kept []byte // surviving records of the batch being filtered
-	out  []byte // the rewritten batch
-	zbuf bytes.Buffer
+	records passRecords // the records of the batch being filtered
+	kept    []byte      // surviving records of the batch being filtered
+	out     []byte      // the rewritten batch
+	zbuf    bytes.Buffer
 }
 
 // filter returns what becomes of the validated batch b: b itself, with copied set,
@@ -238,11 +238,9 @@ func (c *cleaner) filterData(b []byte, h *batch.Header) (out []byte, copied bool
 		c.stats.BatchesRemoved++
 		return nil, false, nil
 	}
-	records := b[batch.HeaderSize:]
-	if h.Codec() != batch.CodecNone {
-		if records, err = decompressor.Decompress(records, kgo.CompressionCodecType(h.Codec())); err != nil {
-			return nil, false, fmt.Errorf("%w: decompressing: %w", batch.ErrBadRecord, err)
-		}
+	records, err := c.records.of(b, h)
+	if err != nil {
+		return nil, false, err
 	}
 	c.kept = c.kept[:0]
 	var n int32

@@ -1,9 +1,7 @@
 package storage
 
 import (
-	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kgo"
+	"math"
 
 	"github.com/strata-stream/strata/internal/batch"
 )
@@ -44,6 +42,29 @@ func (m *offsetMap) get(key []byte) (int64, bool) {
 	return m.latest[i], true
 }
 
+// passRecords reads the records of a pass's batches into one pooled buffer,
+// each record of a compressed batch held to maxRecord bytes
+// (CompactOptions.MaxRecordBytes), as Kafka's cleaner holds it to
+// max.decompressed.message.bytes: a larger one fails the pass.
+type passRecords struct {
+	buf       *batch.RecordsBuffer
+	maxRecord int
+}
+
+func newPassRecords(opts CompactOptions) passRecords {
+	r := passRecords{buf: batch.GetRecordsBuffer(), maxRecord: opts.MaxRecordBytes}
+	if r.maxRecord == 0 {
+		r.maxRecord = math.MaxInt
+	}
+	return r
+}
+
+// of returns the record section of the batch b (header h), valid until the
+// next call; an error is not wrapped (recordsFailure).
+func (r passRecords) of(b []byte, h *batch.Header) ([]byte, error) {
+	return r.buf.SectionWithin(*h, b, r.maxRecord)
+}
+
 // scanWindow is the read window of the cleaner's full scans.
 const scanWindow = 1 << 20
 
@@ -54,7 +75,7 @@ const scanWindow = 1 << 20
 // It returns the map and the end of the section it covers (the first dirty offset
 // itself when no cleanable segment is dirty). Control batches, batches of aborted
 // transactions and keyless records are skipped.
-func buildOffsetMap(p *compactPlan, budget int64, aborted map[int64]bool) (offsetMap, int64, error) {
+func buildOffsetMap(p *compactPlan, budget int64, aborted map[int64]bool, recs passRecords) (offsetMap, int64, error) {
 	m := newOffsetMap()
 	started := false
 	for i := range p.cleanable {
@@ -66,7 +87,7 @@ func buildOffsetMap(p *compactPlan, budget int64, aborted map[int64]bool) (offse
 			return m, v.s.base, nil
 		}
 		started = true
-		if err := m.addSegment(v, p.firstDirty, aborted); err != nil {
+		if err := m.addSegment(v, p.firstDirty, aborted, recs); err != nil {
 			return m, 0, err
 		}
 	}
@@ -77,7 +98,7 @@ func buildOffsetMap(p *compactPlan, budget int64, aborted map[int64]bool) (offse
 }
 
 // addSegment adds the records at or after from of one segment.
-func (m *offsetMap) addSegment(v segmentView, from int64, aborted map[int64]bool) error {
+func (m *offsetMap) addSegment(v segmentView, from int64, aborted map[int64]bool, recs passRecords) error {
 	sc := fullScanner(v.s.log, v.s.lookup(from), v.size, scanWindow)
 	defer sc.done()
 	for sc.next() {
@@ -85,14 +106,11 @@ func (m *offsetMap) addSegment(v segmentView, from int64, aborted map[int64]bool
 		if h.Control() || h.NumRecords == 0 || h.LastOffset() < from || aborted[h.BaseOffset] {
 			continue
 		}
-		records := sc.b[batch.HeaderSize:]
-		if h.Codec() != batch.CodecNone {
-			var err error
-			if records, err = decompressor.Decompress(records, kgo.CompressionCodecType(h.Codec())); err != nil {
-				return corrupt(v.s.log.Name(), sc.bpos, fmt.Errorf("%w: decompressing: %w", batch.ErrBadRecord, err))
-			}
+		records, err := recs.of(sc.b, &h)
+		if err != nil {
+			return recordsFailure(v.s.log.Name(), sc.bpos, err)
 		}
-		err := batch.WalkRecords(records, h.NumRecords, func(r batch.RawRecord) error {
+		err = batch.WalkRecords(records, h.NumRecords, func(r batch.RawRecord) error {
 			offset := h.BaseOffset + int64(r.OffsetDelta)
 			if r.Key == nil || offset < from {
 				return nil

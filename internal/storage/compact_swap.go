@@ -176,7 +176,7 @@ func (l *Log) writeCleaned(p *compactPlan, g segmentGroup, c *cleaner) (_ *clean
 			out, copied, err := c.filter(sc.b, &h)
 			if err != nil {
 				sc.done()
-				return nil, corrupt(v.s.log.Name(), sc.bpos, err)
+				return nil, recordsFailure(v.s.log.Name(), sc.bpos, err)
 			}
 			if out == nil {
 				if err := w.materialize(); err != nil {

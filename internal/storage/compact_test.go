@@ -448,7 +448,7 @@ func testCompactCompressed(t *testing.T, codec int8, appendTime bool) {
 		t.Fatal("a batch without removed records was not copied byte for byte")
 	}
 	// A consumer reading at a removed offset gets the batch holding it.
-	if off, ts, ok, err := l.OffsetForTimestamp(want1.FirstTimestamp + 15); err != nil || !ok || (!appendTime && (off != 3 || ts != want1.FirstTimestamp+30)) {
+	if off, ts, ok, err := l.OffsetForTimestamp(want1.FirstTimestamp+15, anyRecord); err != nil || !ok || (!appendTime && (off != 3 || ts != want1.FirstTimestamp+30)) {
 		t.Fatalf("OffsetForTimestamp: %d %d %v %v", off, ts, ok, err)
 	}
 }

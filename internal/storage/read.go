@@ -6,8 +6,6 @@ import (
 	"io"
 	"sort"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/vfs"
 )
@@ -457,40 +455,87 @@ func readBatchAt(f vfs.File, pos int64, size int, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-// decompressor inflates compressed batches for timestamp lookups.
-var decompressor = kgo.DefaultDecompressor()
+// A timestampLookup looks for the first record whose timestamp is >= ts and
+// whose offset is >= minOffset, batch by batch, decompressing each into one
+// pooled buffer (release returns it). As in Kafka, each record of a
+// compressed batch read is held to maxRecord bytes (the topic's
+// max.decompressed.message.bytes): a larger one before the answer fails the
+// lookup, INVALID_RECORD.
+type timestampLookup struct {
+	ts, minOffset int64
+	maxRecord     int
+	records       *batch.RecordsBuffer
+}
 
-// findInBatch reads the batch at pos and returns the first record in it with a
-// timestamp >= ts and an offset >= minOffset.
-func findInBatch(f vfs.File, pos int64, h *batch.Header, ts, minOffset int64) (int64, int64, bool, error) {
-	if h.LogAppendTime() && (h.MaxTimestamp < ts || h.LastOffset() < minOffset) {
-		return 0, 0, false, nil // not read: no record of it qualifies
+func newTimestampLookup(ts, minOffset int64, maxRecord int) *timestampLookup {
+	return &timestampLookup{ts: ts, minOffset: minOffset, maxRecord: maxRecord, records: batch.GetRecordsBuffer()}
+}
+
+func (q *timestampLookup) release() { q.records.Release() }
+
+// in returns the answer in the batch b (header h), if b holds it.
+func (q *timestampLookup) in(b []byte, h *batch.Header) (int64, int64, bool, error) {
+	records, err := q.records.Section(*h, b)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return batch.FindTimestamp(h, records, q.ts, q.minOffset, q.maxRecord)
+}
+
+// inBatchAt is in for the batch at pos of f; a LogAppendTime batch that
+// cannot hold the answer is not read.
+func (q *timestampLookup) inBatchAt(f vfs.File, pos int64, h *batch.Header) (int64, int64, bool, error) {
+	if h.LogAppendTime() && (h.MaxTimestamp < q.ts || h.LastOffset() < q.minOffset) {
+		return 0, 0, false, nil
 	}
 	b, err := readBatchAt(f, pos, h.Size(), nil)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	records, err := decompressor.Decompress(b[batch.HeaderSize:], kgo.CompressionCodecType(h.Codec()))
+	off, t, ok, err := q.in(b, h)
 	if err != nil {
-		return 0, 0, false, corrupt(f.Name(), pos, err)
-	}
-	off, t, ok, err := batch.FindTimestamp(h, records, ts, minOffset)
-	if err != nil {
-		err = corrupt(f.Name(), pos, err)
+		err = recordsFailure(f.Name(), pos, err)
 	}
 	return off, t, ok, err
+}
+
+// limitFailure wraps err, from the records of the batch at where, if it
+// refuses them for their size: a record above the topic's
+// max.decompressed.message.bytes (batch.ErrRecordTooLarge) or records
+// decompressing past the bound (batch.ErrDecompressedTooLarge). Neither is
+// corrupt data: Kafka answers INVALID_RECORD. It is nil for other errors.
+func limitFailure(where string, err error) error {
+	switch {
+	case errors.Is(err, batch.ErrRecordTooLarge):
+		return fmt.Errorf("%s: %w (max.decompressed.message.bytes)", where, err)
+	case errors.Is(err, batch.ErrDecompressedTooLarge):
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return nil
+}
+
+// recordsFailure wraps err, from reading the records of the batch at pos in
+// the segment file name: a limitFailure, or else a corrupt segment.
+func recordsFailure(name string, pos int64, err error) error {
+	if lf := limitFailure(fmt.Sprintf("%s at %d", name, pos), err); lf != nil {
+		return lf
+	}
+	return corrupt(name, pos, err)
 }
 
 // OffsetForTimestamp answers ListOffsets for a timestamp: the offset and timestamp
 // of the first record at or after the log start offset whose timestamp is >= ts.
 // ok is false when every record is older. Compressed batches are decompressed to
-// find the exact record.
-func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {
+// find the exact record, their records held to maxRecord bytes (the topic's
+// max.decompressed.message.bytes; see timestampLookup).
+func (l *Log) OffsetForTimestamp(ts int64, maxRecord int) (offset, timestamp int64, ok bool, err error) {
 	views, logStart, err := l.segmentsFrom(0)
 	if err != nil {
 		return 0, 0, false, err
 	}
 	defer releaseViews(views)
+	q := newTimestampLookup(ts, logStart, maxRecord)
+	defer q.release()
 	for _, v := range views {
 		s := v.s
 		if v.next <= logStart {
@@ -513,7 +558,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 			if h.LastOffset() < from || h.MaxTimestamp < ts {
 				continue
 			}
-			offset, timestamp, ok, err = findInBatch(s.log, sc.bpos, &h, ts, logStart)
+			offset, timestamp, ok, err = q.inBatchAt(s.log, sc.bpos, &h)
 			if err != nil || ok {
 				sc.done()
 				return offset, timestamp, ok, err
@@ -541,8 +586,9 @@ func (s *segment) timestampBounds(ts int64, stats *statCounters) (maxTS, from in
 
 // MaxTimestamp answers ListOffsets with timestamp -3 (KIP-734): the offset and
 // timestamp of the first record holding the largest timestamp in the log, or
-// (-1, -1) for a log without timestamps.
-func (l *Log) MaxTimestamp() (offset, timestamp int64, err error) {
+// (-1, -1) for a log without timestamps. Records are held to maxRecord as by
+// OffsetForTimestamp.
+func (l *Log) MaxTimestamp(maxRecord int) (offset, timestamp int64, err error) {
 	views, logStart, err := l.segmentsFrom(0)
 	if err != nil {
 		return -1, -1, err
@@ -576,7 +622,9 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, err error) {
 		return -1, -1, s.scanFailure(&sc, bestOff)
 	}
 	h := sc.h
-	off, ts, ok, err := findInBatch(s.log, sc.bpos, &h, bestTS, 0)
+	q := newTimestampLookup(bestTS, 0, maxRecord)
+	defer q.release()
+	off, ts, ok, err := q.inBatchAt(s.log, sc.bpos, &h)
 	if err != nil || !ok {
 		// A batch whose records disagree with its header: report the batch.
 		return max(bestOff, logStart), bestTS, err

@@ -314,7 +314,7 @@ func TestIndexEntryIntoABatch(t *testing.T) {
 			// every batch but the first is indexed: the time index's last
 			// entry older than 502+off/2 is batch off/2's, so the search
 			// starts from offset off, at the damaged entry.
-			o, ts, ok, err := l.OffsetForTimestamp(502 + off/2)
+			o, ts, ok, err := l.OffsetForTimestamp(502+off/2, anyRecord)
 			return fmt.Sprint(o, ts, ok), err
 		},
 		"truncate": func(l *Log) (string, error) {
@@ -385,18 +385,18 @@ func TestTimeIndexLastEntryDamaged(t *testing.T) {
 			return fmt.Sprint(n, l.LogStartOffset()), err
 		},
 		"max timestamp": func(l *Log) (string, error) {
-			o, ts, err := l.MaxTimestamp()
+			o, ts, err := l.MaxTimestamp(anyRecord)
 			return fmt.Sprint(o, ts), err
 		},
 		"offset for timestamp": func(l *Log) (string, error) {
-			o, ts, ok, err := l.OffsetForTimestamp(now - 1000)
+			o, ts, ok, err := l.OffsetForTimestamp(now-1000, anyRecord)
 			return fmt.Sprint(o, ts, ok), err
 		},
 		"append, then max timestamp": func(l *Log) (string, error) {
 			if _, err := l.Append(mkBatch(2, 30, now-500), 1); err != nil {
 				return "", err
 			}
-			o, ts, err := l.MaxTimestamp()
+			o, ts, err := l.MaxTimestamp(anyRecord)
 			return fmt.Sprint(o, ts), err
 		},
 	}

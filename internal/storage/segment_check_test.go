@@ -165,7 +165,7 @@ func TestMaxTimestampCheckDoesNotBlockReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	maxTimestamp := func() error {
-		_, _, err := l.MaxTimestamp()
+		_, _, err := l.MaxTimestamp(anyRecord)
 		return err
 	}
 	returnsWhileBlocked(t, b, maxTimestamp, "a read", read)
@@ -194,7 +194,7 @@ func TestActiveIndexEntryRebuildWithAppends(t *testing.T) {
 	sameBatches(t, readAll(t, l), append(want, appended))
 	// The appended batch's second record holds the log's newest timestamp.
 	newest, ts := l.LogEndOffset()-1, clk.Now().UnixMilli()+1
-	if o, t1, err := l.MaxTimestamp(); err != nil || o != newest || t1 != ts {
+	if o, t1, err := l.MaxTimestamp(anyRecord); err != nil || o != newest || t1 != ts {
 		t.Fatalf("MaxTimestamp = %d, %d, %v; want %d, %d", o, t1, err, newest, ts)
 	}
 }
@@ -291,7 +291,7 @@ func TestActiveRebuildCoversIndexedAppend(t *testing.T) {
 	}
 	// The appended batch's second record holds the log's newest timestamp.
 	newest, ts := l.LogEndOffset()-1, clk.Now().UnixMilli()+1
-	if o, t1, err := l.MaxTimestamp(); err != nil || o != newest || t1 != ts {
+	if o, t1, err := l.MaxTimestamp(anyRecord); err != nil || o != newest || t1 != ts {
 		t.Fatalf("MaxTimestamp = %d, %d, %v; want %d, %d", o, t1, err, newest, ts)
 	}
 }

@@ -973,7 +973,7 @@ func (m *tierModel) timestamp(rt *rapid.T) {
 		m.expectStoreFault(rt, "EnsureLoaded", err)
 		return
 	}
-	off, got, ok, err := m.tier.OffsetForTimestamp(m.ctx(), ts)
+	off, got, ok, err := m.tier.OffsetForTimestamp(m.ctx(), ts, anyRecord)
 	if err != nil {
 		if m.healthy() && !m.anyDamaged() || !errors.Is(err, ErrRemoteUnavailable) && !errors.Is(err, ErrRemoteCorrupt) {
 			rt.Fatalf("remote OffsetForTimestamp(%d): %v", ts, err)
@@ -981,7 +981,7 @@ func (m *tierModel) timestamp(rt *rapid.T) {
 		return
 	}
 	if !ok {
-		if off, got, ok, err = m.l.OffsetForTimestamp(ts); err != nil {
+		if off, got, ok, err = m.l.OffsetForTimestamp(ts, anyRecord); err != nil {
 			rt.Fatalf("OffsetForTimestamp(%d): %v", ts, err)
 		}
 	}
@@ -995,6 +995,8 @@ func (m *tierModel) timestamp(rt *rapid.T) {
 // offsetForTimestamp is the model's answer: the first record at or after the
 // log start whose timestamp is at least ts.
 func (m *tierModel) offsetForTimestamp(rt *rapid.T, ts int64) (int64, int64, bool) {
+	q := newTimestampLookup(ts, m.start, anyRecord)
+	defer q.release()
 	for _, b := range m.batches {
 		if b.next <= m.start {
 			continue
@@ -1006,7 +1008,7 @@ func (m *tierModel) offsetForTimestamp(rt *rapid.T, ts int64) (int64, int64, boo
 		if h.MaxTimestamp < ts {
 			continue
 		}
-		off, got, ok, err := findInBatchBytes(b.data, &h, ts, m.start)
+		off, got, ok, err := q.in(b.data, &h)
 		if err != nil {
 			rt.Fatal(err)
 		}

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/strata-stream/strata/internal/batch"
 	"github.com/strata-stream/strata/internal/remote"
 )
@@ -306,9 +304,12 @@ func (c *BlockCache) Stats() CacheStats {
 // OffsetForTimestamp answers ListOffsets for a timestamp over the remote part:
 // the first record at or after the remote start whose timestamp is >= ts, found
 // through the segments' and blocks' max timestamps. ok is false when every
-// remote record is older (the caller then looks in the local log).
-func (t *Tier) OffsetForTimestamp(ctx context.Context, ts int64) (offset, timestamp int64, ok bool, err error) {
+// remote record is older (the caller then looks in the local log). Records
+// are held to maxRecord as by Log.OffsetForTimestamp.
+func (t *Tier) OffsetForTimestamp(ctx context.Context, ts int64, maxRecord int) (offset, timestamp int64, ok bool, err error) {
 	m, _ := t.manifestCopy()
+	q := newTimestampLookup(ts, m.Start, maxRecord)
+	defer q.release()
 	for _, seg := range m.Segments {
 		if seg.MaxTimestamp < ts || seg.Next <= m.Start {
 			continue
@@ -332,9 +333,12 @@ func (t *Tier) OffsetForTimestamp(ctx context.Context, ts int64) (offset, timest
 					return 0, 0, false, fmt.Errorf("%w: %s block at %d: batch at %d does not parse", ErrRemoteCorrupt, key, k.Pos, p)
 				}
 				if h.MaxTimestamp >= ts && h.NextOffset() > m.Start {
-					off, tsFound, found, err := findInBatchBytes(data[p:p+h.Size()], &h, ts, m.Start)
+					off, tsFound, found, err := q.in(data[p:p+h.Size()], &h)
 					if err != nil {
-						return 0, 0, false, fmt.Errorf("%w: %s: %v", ErrRemoteCorrupt, key, err)
+						if lf := limitFailure(fmt.Sprintf("%s block at %d: batch at %d", key, k.Pos, p), err); lf != nil {
+							return 0, 0, false, lf
+						}
+						return 0, 0, false, fmt.Errorf("%w: %s: %w", ErrRemoteCorrupt, key, err)
 					}
 					if found {
 						return off, tsFound, true, nil
@@ -345,13 +349,4 @@ func (t *Tier) OffsetForTimestamp(ctx context.Context, ts int64) (offset, timest
 		}
 	}
 	return 0, 0, false, nil
-}
-
-// findInBatchBytes is findInBatch over a batch already in memory.
-func findInBatchBytes(b []byte, h *batch.Header, ts, minOffset int64) (int64, int64, bool, error) {
-	records, err := decompressor.Decompress(b[batch.HeaderSize:], kgo.CompressionCodecType(h.Codec()))
-	if err != nil {
-		return 0, 0, false, err
-	}
-	return batch.FindTimestamp(h, records, ts, minOffset)
 }

@@ -432,12 +432,12 @@ func TestTierOffsetForTimestamp(t *testing.T) {
 		t.Fatalf("local start %d: too little went remote", l.LogStartOffset())
 	}
 	for _, tc := range []struct{ ts, off int64 }{{0, 0}, {1000, 0}, {1002, 2}, {1005, 11}} {
-		off, ts, ok, err := tier.OffsetForTimestamp(ctxTimeout(t), tc.ts)
+		off, ts, ok, err := tier.OffsetForTimestamp(ctxTimeout(t), tc.ts, anyRecord)
 		if err != nil || !ok || off != tc.off || ts < tc.ts {
 			t.Errorf("OffsetForTimestamp(%d) = %d, %d, %v, %v; want offset %d", tc.ts, off, ts, ok, err, tc.off)
 		}
 	}
-	if _, _, ok, err := tier.OffsetForTimestamp(ctxTimeout(t), 1_000_000); ok || err != nil {
+	if _, _, ok, err := tier.OffsetForTimestamp(ctxTimeout(t), 1_000_000, anyRecord); ok || err != nil {
 		t.Errorf("a timestamp after every record: ok %v, %v", ok, err)
 	}
 }

@@ -58,12 +58,12 @@ func TestOffsetForTimestamp(t *testing.T) {
 		{4020, 11, 9000, true},
 	}
 	for _, tt := range tests {
-		off, ts, ok, err := l.OffsetForTimestamp(tt.ts)
+		off, ts, ok, err := l.OffsetForTimestamp(tt.ts, anyRecord)
 		if err != nil || ok != tt.ok || (ok && (off != tt.offset || ts != tt.timestamp)) {
 			t.Errorf("OffsetForTimestamp(%d) = %d, %d, %v, %v; want %d, %d, %v", tt.ts, off, ts, ok, err, tt.offset, tt.timestamp, tt.ok)
 		}
 	}
-	off, ts, err := l.MaxTimestamp()
+	off, ts, err := l.MaxTimestamp(anyRecord)
 	if err != nil || off != 12 || ts != 9999 {
 		t.Fatalf("MaxTimestamp = %d, %d, %v", off, ts, err)
 	}
@@ -72,7 +72,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 	if err := l.DeleteRecords(4); err != nil {
 		t.Fatal(err)
 	}
-	if off, ts, ok, err := l.OffsetForTimestamp(0); err != nil || !ok || off != 4 || ts != 2005 {
+	if off, ts, ok, err := l.OffsetForTimestamp(0, anyRecord); err != nil || !ok || off != 4 || ts != 2005 {
 		t.Fatalf("after DeleteRecords: %d, %d, %v, %v", off, ts, ok, err)
 	}
 
@@ -82,10 +82,10 @@ func TestOffsetForTimestamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := openLog(t, fsys, Config{SegmentBytes: 4096, IndexIntervalBytes: 100})
-	if off, ts, err := r.MaxTimestamp(); err != nil || off != 12 || ts != 9999 {
+	if off, ts, err := r.MaxTimestamp(anyRecord); err != nil || off != 12 || ts != 9999 {
 		t.Fatalf("MaxTimestamp after reopen = %d, %d, %v", off, ts, err)
 	}
-	if off, ts, ok, err := r.OffsetForTimestamp(9001); err != nil || !ok || off != 12 || ts != 9999 {
+	if off, ts, ok, err := r.OffsetForTimestamp(9001, anyRecord); err != nil || !ok || off != 12 || ts != 9999 {
 		t.Fatalf("after reopen: %d, %d, %v, %v", off, ts, ok, err)
 	}
 }
@@ -97,20 +97,20 @@ func TestTimestampsOfLogAppendTimeLog(t *testing.T) {
 	appendN(t, l, 2, 3, 10, 5, 0) // offsets 0-5 at t0
 	clk.Advance(time.Second)
 	appendN(t, l, 2, 3, 10, 5, 0) // offsets 6-11 at t0+1s
-	if off, ts, ok, err := l.OffsetForTimestamp(t0 + 1); err != nil || !ok || off != 6 || ts != t0+1000 {
+	if off, ts, ok, err := l.OffsetForTimestamp(t0+1, anyRecord); err != nil || !ok || off != 6 || ts != t0+1000 {
 		t.Fatalf("OffsetForTimestamp = %d, %d, %v, %v", off, ts, ok, err)
 	}
-	if off, ts, err := l.MaxTimestamp(); err != nil || off != 6 || ts != t0+1000 {
+	if off, ts, err := l.MaxTimestamp(anyRecord); err != nil || off != 6 || ts != t0+1000 {
 		t.Fatalf("MaxTimestamp = %d, %d, %v", off, ts, err)
 	}
 }
 
 func TestEmptyLogTimestamps(t *testing.T) {
 	l := openLog(t, vfs.NewMem(), Config{})
-	if _, _, ok, err := l.OffsetForTimestamp(0); ok || err != nil {
+	if _, _, ok, err := l.OffsetForTimestamp(0, anyRecord); ok || err != nil {
 		t.Fatalf("empty log found a timestamp (%v)", err)
 	}
-	if off, ts, err := l.MaxTimestamp(); off != -1 || ts != -1 || err != nil {
+	if off, ts, err := l.MaxTimestamp(anyRecord); off != -1 || ts != -1 || err != nil {
 		t.Fatalf("MaxTimestamp = %d, %d, %v", off, ts, err)
 	}
 }
@@ -142,7 +142,7 @@ func TestOffsetForTimestampSkipsEmptyLogAppendTimeBatch(t *testing.T) {
 	if st.EmptyBatchesKept != 1 {
 		t.Fatalf("stats %+v, want producer 7's batch kept empty", st)
 	}
-	off, ts, ok, err := l.OffsetForTimestamp(t0)
+	off, ts, ok, err := l.OffsetForTimestamp(t0, anyRecord)
 	if err != nil || !ok {
 		t.Fatalf("OffsetForTimestamp: %v %v", ok, err)
 	}
