@@ -120,6 +120,21 @@ func bodiesWithin(n int32, rest []byte, maxBody int) error {
 	return nil
 }
 
+// Inflate decompresses src, compressed with codec as Kafka frames a batch's
+// records (xerial's framing for snappy, as Java's client writes it), into a
+// new slice. Past limit bytes it is ErrDecompressedTooLarge, found before
+// more than a few times limit is allocated. Other payloads Kafka's clients
+// compress so (telemetry pushes) go through it.
+func Inflate(codec Codec, src []byte, limit int) ([]byte, error) {
+	r := GetRecordsBuffer()
+	defer r.Release()
+	out, err := r.inflate(codec, src, limit)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(out), nil
+}
+
 // inflate decompresses src, records compressed with codec as Kafka frames
 // them, into r's buffer. Output past limit bytes is ErrDecompressedTooLarge,
 // found before more than a few times limit is allocated.

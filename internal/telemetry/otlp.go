@@ -1,21 +1,17 @@
 package telemetry
 
 import (
-	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 
-	"github.com/klauspost/compress/zstd"
-	"github.com/pierrec/lz4/v4"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+
+	"github.com/strata-stream/strata/internal/batch"
 )
 
 // maxDecompressed bounds what a push may decompress to: a small compressed
@@ -30,14 +26,6 @@ type point struct {
 	value      float64
 	attrs      []Label
 }
-
-var (
-	snappy = kgo.DefaultDecompressor()
-	// zstdDecoder is shared (DecodeAll is safe for concurrent use): building
-	// one per push would cost more than the push. It refuses frames that
-	// would take more than maxDecompressed bytes.
-	zstdDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxDecompressed), zstd.WithDecoderConcurrency(0))
-)
 
 // decode decompresses a push's payload (Kafka's codec ids, Java's framing)
 // and reads it as an OTLP MetricsData. Gauges and sums become points;
@@ -110,42 +98,16 @@ func attrString(v *commonpb.AnyValue) string {
 	return ""
 }
 
-// decompress undoes Kafka's compression of a push (codec ids 0-4, as in record
-// batches), refusing more than limit bytes.
+// decompress undoes Kafka's compression of a push (codec ids 0-4, framed as
+// in record batches), refusing more than limit bytes before allocating much
+// more (batch.Inflate: a snappy block or zstd frame that declares more than
+// its bytes hold is refused at once).
 func decompress(b []byte, codec int8, limit int) ([]byte, error) {
-	var r io.Reader
-	switch codec {
-	case 0:
+	switch {
+	case codec == 0:
 		return b, nil
-	case 1:
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil, err
-		}
-		r = zr
-	case 2:
-		// Java frames snappy (xerial) with no length bound to read first:
-		// franz-go's decoder handles it, and snappy expands a byte to at most
-		// a few dozen, so the payload bound (MaxBytes) bounds it.
-		out, err := snappy.Decompress(b, kgo.CodecSnappy)
-		if err == nil && len(out) > limit {
-			err = fmt.Errorf("more than %d bytes decompressed", limit)
-		}
-		return out, err
-	case 3:
-		r = lz4.NewReader(bytes.NewReader(b))
-	case 4:
-		out, err := zstdDecoder.DecodeAll(b, nil)
-		if err == nil && len(out) > limit {
-			err = fmt.Errorf("more than %d bytes decompressed", limit)
-		}
-		return out, err
-	default:
+	case codec < 0 || codec > int8(batch.CodecZstd):
 		return nil, fmt.Errorf("unknown compression type %d", codec)
 	}
-	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
-	if err == nil && len(out) > limit {
-		err = fmt.Errorf("more than %d bytes decompressed", limit)
-	}
-	return out, err
+	return batch.Inflate(batch.Codec(codec), b, limit)
 }

@@ -3,8 +3,10 @@ package telemetry
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"fmt"
 	"regexp"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -250,6 +252,26 @@ func TestDecompressBound(t *testing.T) {
 			if (err == nil) != (n <= limit) || err == nil && len(out) != n {
 				t.Errorf("%s: %d bytes with a limit of %d: %d out, err %v", compressionName[codec], n, limit, len(out), err)
 			}
+		}
+	}
+}
+
+// TestDecompressSizeThatLies: a tiny snappy push whose block declares 1 GiB
+// (raw, or in xerial's framing as Java sends it) is refused without
+// allocating anything like it.
+func TestDecompressSizeThatLies(t *testing.T) {
+	raw := append(binary.AppendUvarint(nil, 1<<30), 0, 0, 0, 0)
+	xerial := append(binary.BigEndian.AppendUint32([]byte{130, 83, 78, 65, 80, 80, 89, 0, 0, 0, 0, 1, 0, 0, 0, 1}, uint32(len(raw))), raw...)
+	for name, payload := range map[string][]byte{"raw": raw, "xerial": xerial} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := decompress(payload, 2, maxDecompressed)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Errorf("%s: a block declaring 1 GiB decompressed", name)
+		}
+		if grown := after.TotalAlloc - before.TotalAlloc; grown > 4<<20 {
+			t.Errorf("%s: %d bytes allocated for a %d-byte push", name, grown, len(payload))
 		}
 	}
 }
