@@ -16,7 +16,7 @@ import (
 // Kafka's LogValidator does (producer fields, transactional bit and records
 // kept); producer and a matching codec store the batch as produced; a
 // rebuilt batch over max.message.bytes is refused, and so is a request of
-// several batches on that path.
+// several batches, as Kafka's LogValidator refuses a second v2 batch.
 func TestStoredCompression(t *testing.T) {
 	recs := []batchtest.Record{
 		{Key: []byte("k1"), Value: bytes.Repeat([]byte("value "), 40)},
@@ -90,10 +90,11 @@ func TestStoredCompression(t *testing.T) {
 	for _, tc := range []struct{ name, topic string }{
 		{"two batches to recompress", "zstd"},
 		{"two batches, one compressed", "producer"},
+		{"two uncompressed batches", "uncompressed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := compressionLeader(t, tc.topic, 1<<20)
-			two := append(plain(0), plain(map[string]int8{"zstd": 0, "producer": 3}[tc.topic])...)
+			two := append(plain(0), plain(map[string]int8{"zstd": 0, "producer": 3, "uncompressed": 0}[tc.topic])...)
 			if _, err := p.Append(two, 1); !errors.Is(err, ErrInvalidRecord) {
 				t.Fatalf("append: %v, want ErrInvalidRecord", err)
 			}

@@ -589,7 +589,6 @@ func validateProduced(records []byte, cfg *metadata.TopicConfig, opts AppendOpts
 	n := 0
 	window := timestampWindowOf(cfg, time.Now().UnixMilli())
 	target, recompress := storedCompression(cfg)
-	compressedPath := recompress && target.Codec != batch.CodecNone
 	var rebuilt []byte
 	it := batch.NewIter(records)
 	for ; it.Next(); n++ {
@@ -599,13 +598,6 @@ func validateProduced(records []byte, cfg *metadata.TopicConfig, opts AppendOpts
 		}
 		if err := checkProducedBatch(h, n, cfg, opts); err != nil {
 			return nil, batch.Header{}, err
-		}
-		// Kafka's LogValidator takes the compressed path when a batch is
-		// compressed or the topic names a codec, and that path takes one
-		// batch only.
-		compressedPath = compressedPath || h.Codec() != batch.CodecNone
-		if compressedPath && n > 0 {
-			return nil, batch.Header{}, fmt.Errorf("%w: compressed outer record has more than one batch", ErrInvalidRecord)
 		}
 		// Kafka's LogValidator reads every record, decompressing a
 		// compressed batch; the records are walked in place (an
@@ -663,8 +655,10 @@ func checkProducedBatch(h batch.Header, n int, cfg *metadata.TopicConfig, opts A
 		return fmt.Errorf("%w: clients may not write control batches", ErrInvalidRecord)
 	case h.Transactional() && !h.Idempotent():
 		return fmt.Errorf("%w: a transactional batch needs a producer id", ErrInvalidRecord)
-	case h.Idempotent() && n > 0:
-		return fmt.Errorf("%w: an idempotent producer sends one batch per partition per request", ErrInvalidRecord)
+	case n > 0:
+		// Kafka's LogValidator takes one v2 batch per partition on every
+		// path (its message names the compressed one).
+		return fmt.Errorf("%w: compressed outer record has more than one batch", ErrInvalidRecord)
 	case h.Idempotent() && h.BaseSequence < 0 && !opts.Coordinator:
 		// For a client's batch only: a coordinator's transactional batches
 		// carry sequence -1 and are appended by AppendAsCoordinator.
