@@ -175,7 +175,7 @@ func partitionsRun(ctx context.Context, o options, b *system, n, spread int) (ms
 	// takes a record here, so the later steps do not run against brokers still
 	// creating logs (session 9's Kafka ran out of priming's 2 minutes on the
 	// spread topic so).
-	if err := primeWithin(ctx, partitionsCreateBound, b.seeds, big, int32(n), rf); err != nil {
+	if err := primeWithin(ctx, partitionsCreateBound, b.seeds, big, int32(n), rf, nil); err != nil {
 		return ms, fetchBytes, fmt.Errorf("writing every partition of %s: %w", big, err)
 	}
 	ms = append(ms, measure{metric: "create until every partition took an acks=all record, s", value: time.Since(began).Seconds(), lowerIsBetter: true})

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-stream/strata/internal/bench"
 )
 
 // primeTimeout bounds creating a topic and getting its first record acknowledged.
@@ -25,11 +27,19 @@ func prime(ctx context.Context, seeds []string, topic string, rf int16, opts ...
 // primePartitions is prime for a topic of several partitions: one record is
 // acknowledged on each. opts (TLS) are added to the client's.
 func primePartitions(ctx context.Context, seeds []string, topic string, partitions int32, rf int16, opts ...kgo.Opt) error {
-	return primeWithin(ctx, primeTimeout, seeds, topic, partitions, rf, opts...)
+	return primeWithin(ctx, primeTimeout, seeds, topic, partitions, rf, nil, opts...)
 }
 
-// primeWithin is primePartitions bounded by bound instead of primeTimeout.
-func primeWithin(ctx context.Context, bound time.Duration, seeds []string, topic string, partitions int32, rf int16, opts ...kgo.Opt) error {
+// primeTopic is primePartitions for a run's topic, created with its
+// TopicConfigs, which the brokers must then report (a broker that dropped a
+// compression.type would leave its row measuring the producer's codec).
+func primeTopic(ctx context.Context, c bench.Config, opts ...kgo.Opt) error {
+	return primeWithin(ctx, primeTimeout, c.Brokers, c.Topic, c.Partitions, c.ReplicationFactor, c.TopicConfigs, opts...)
+}
+
+// primeWithin is primePartitions bounded by bound instead of primeTimeout, the
+// topic created with configs.
+func primeWithin(ctx context.Context, bound time.Duration, seeds []string, topic string, partitions int32, rf int16, configs map[string]string, opts ...kgo.Opt) error {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("strata-vs-kafka-prime"),
@@ -40,7 +50,8 @@ func primeWithin(ctx context.Context, bound time.Duration, seeds []string, topic
 		return err
 	}
 	defer cl.Close()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, rf, nil, topic)
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, partitions, rf, stringPtrs(configs), topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -54,12 +65,55 @@ func primeWithin(ctx context.Context, bound time.Duration, seeds []string, topic
 	if err := waitLeaders(ctx, cl, topic, partitions); err != nil {
 		return fmt.Errorf("priming %s: %w", topic, err)
 	}
+	if err := checkConfigs(ctx, adm, topic, configs); err != nil {
+		return err
+	}
 	records := make([]*kgo.Record, partitions)
 	for i := range records {
 		records[i] = &kgo.Record{Partition: int32(i), Value: []byte("prime")}
 	}
 	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
 		return fmt.Errorf("priming %s: %w", topic, err)
+	}
+	return nil
+}
+
+// stringPtrs is configs as CreateTopics takes them (nil for none).
+func stringPtrs(configs map[string]string) map[string]*string {
+	if len(configs) == 0 {
+		return nil
+	}
+	ptrs := make(map[string]*string, len(configs))
+	for k, v := range configs {
+		ptrs[k] = &v
+	}
+	return ptrs
+}
+
+// checkConfigs fails unless the topic's configuration holds every one of want.
+func checkConfigs(ctx context.Context, adm *kadm.Client, topic string, want map[string]string) error {
+	if len(want) == 0 {
+		return nil
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("describing %s: %w", topic, err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return fmt.Errorf("describing %s: %w", topic, err)
+	}
+	got := map[string]string{}
+	for _, c := range rc.Configs {
+		got[c.Key] = c.MaybeValue()
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return fmt.Errorf("%s: %s is %q, want %q", topic, k, got[k], v)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-stream/strata/internal/bench"
 )
 
 // TestPrimeWaitsForEveryBroker: brokers that have not applied a new topic yet
@@ -66,5 +69,30 @@ func TestPrimeWaitsForEveryBroker(t *testing.T) {
 	defer mu.Unlock()
 	if unknown < unknownAnswers {
 		t.Fatalf("only %d of %d unknown-topic answers were given: the test did not delay the topic", unknown, unknownAnswers)
+	}
+}
+
+// TestPrimeTopicConfigs: a run's topic is created with its TopicConfigs, and
+// priming fails when the broker does not report them (here a topic of the name
+// made before without them).
+func TestPrimeTopicConfigs(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	zstd := map[string]string{"compression.type": "zstd"}
+	cfg := bench.Config{Brokers: c.ListenAddrs(), Topic: "compressed", Partitions: 1, ReplicationFactor: 1, TopicConfigs: zstd}
+	if err := primeTopic(ctx, cfg); err != nil {
+		t.Fatalf("priming: %v", err)
+	}
+	if err := prime(ctx, c.ListenAddrs(), "plain", 1); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Topic = "plain"
+	if err := primeTopic(ctx, cfg); err == nil || !strings.Contains(err.Error(), "compression.type") {
+		t.Fatalf("a topic without compression.type=zstd primed: %v", err)
 	}
 }
