@@ -81,6 +81,7 @@ type options struct {
 	only               *regexp.Regexp // when set, only the rows whose name it matches
 	preEncoded         bool           // add the 100 B rows of the pre-encoded producer (preencoded.go)
 	codecs             []string
+	brokerCodecs       []string // topic compression.type values of the broker-compressed rows
 	perfRecords        int
 	workdir            string
 	mdOut, jsonOut     string
@@ -108,6 +109,7 @@ func main() {
 	flag.BoolVar(&o.txnOnly, "txn-only", false, "run only the transactional rows and the plain 1 KiB acks=all produce rows they are set against")
 	flag.BoolVar(&o.preEncoded, "pre-encoded", false, "add produce rows (100 B; 1 KiB over one and four partitions) whose load generator writes one pre-encoded ~1 MB batch per partition again and again (one node only): there franz-go on one core, not the broker, bounds the rate")
 	codecs := flag.String("codecs", "", "compression codecs to add produce and consume rows for, comma-separated (gzip, snappy, lz4, zstd)")
+	brokerCodecs := flag.String("broker-codecs", "", "topic compression.type values to add produce rows for, comma-separated (gzip, snappy, lz4, zstd, uncompressed, producer): the producer sends uncompressed 1 KiB records, acks=all, to a topic created with compression.type=<codec>, so each broker compresses")
 	flag.StringVar(&o.pinBrokers, "pin-brokers", "", "CPUs the brokers run on, taskset -c style (e.g. 0); with -pin-client the ratio measures brokers, not the load generator")
 	flag.StringVar(&o.pinClient, "pin-client", "", "CPUs the load generator (this process) runs on (e.g. 1)")
 	flag.IntVar(&o.perfRecords, "perf-records", 300_000, "records ProducerPerformance sends (0: skip it)")
@@ -137,6 +139,10 @@ func main() {
 	o.txnPartitions = int32(*txnPartitions)
 	if *codecs != "" {
 		o.codecs = strings.Split(*codecs, ",")
+	}
+	if o.brokerCodecs, err = parseBrokerCodecs(*brokerCodecs); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(2)
 	}
 	if *only != "" {
 		if o.only, err = regexp.Compile(*only); err != nil {
@@ -207,6 +213,10 @@ func allWorkloads(o options) []workload {
 			workload{name: "consume 1 KiB " + codec, slug: "c1k-" + codec, mode: "consume", size: 1024,
 				acks: bench.AcksAll, compression: codec, target: 1.5})
 	}
+	for _, codec := range o.brokerCodecs {
+		wls = append(wls, workload{name: plainProduceRow + ", broker " + codec, slug: "p1k-b" + codec, mode: "produce", size: 1024,
+			acks: bench.AcksAll, topicCodec: codec, target: 1.5})
+	}
 	wls = append(wls, txnWorkloads(o.txnRecords, o.txnProducers, o.txnPartitions)...)
 	for _, rate := range o.e2eRates {
 		wls = append(wls, workload{name: fmt.Sprintf("e2e 1 KiB at %d/s, acks=all, linger 0", rate), slug: fmt.Sprintf("e2e-%d", rate),
@@ -224,6 +234,26 @@ func parseInts(list string) ([]int, error) {
 			return nil, fmt.Errorf("bad value %q", part)
 		}
 		out = append(out, n)
+	}
+	return out, nil
+}
+
+// topicCodecs are the values of a topic's compression.type.
+var topicCodecs = []string{"gzip", "snappy", "lz4", "zstd", "uncompressed", "producer"}
+
+// parseBrokerCodecs reads -broker-codecs: topic compression.type values,
+// comma-separated, each once.
+func parseBrokerCodecs(list string) ([]string, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var out []string
+	for part := range strings.SplitSeq(list, ",") {
+		codec := strings.TrimSpace(part)
+		if !slices.Contains(topicCodecs, codec) || slices.Contains(out, codec) {
+			return nil, fmt.Errorf("-broker-codecs %q: want each of %s at most once", list, strings.Join(topicCodecs, ", "))
+		}
+		out = append(out, codec)
 	}
 	return out, nil
 }
@@ -554,7 +584,7 @@ func runWorkload(ctx context.Context, o options, wl workload, round int, seeds [
 	ctx, cancel := context.WithTimeout(ctx, o.duration+3*time.Minute)
 	defer cancel()
 	if wl.mode != "consume" {
-		if err := primePartitions(ctx, seeds, c.Topic, c.Partitions, c.ReplicationFactor, opts...); err != nil {
+		if err := primeTopic(ctx, c, opts...); err != nil {
 			return bench.Result{}, err
 		}
 	}
@@ -579,6 +609,9 @@ func workloadConfig(o options, wl workload, round int, seeds []string, opts ...k
 		Acks: wl.acks, Compression: wl.codec(), Producers: max(1, wl.producers), Consumers: 1, TransactionRecords: wl.txnRecords,
 		Linger:     bench.DefaultLinger,
 		ClientOpts: append([]kgo.Opt{kgo.ClientID("strata-vs-kafka"), kgo.WithHooks(&produceWrites)}, opts...),
+	}
+	if wl.topicCodec != "" {
+		c.TopicConfigs = map[string]string{"compression.type": wl.topicCodec}
 	}
 	if wl.mode == "e2e" {
 		c.Linger = 0 // franz-go's 10ms linger would be most of what e2e measures

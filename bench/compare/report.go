@@ -23,6 +23,9 @@ type workload struct {
 	txnRecords  int   // records per transaction (transactions.go); 0 = none
 	producers   int   // producer clients (produce rows); 0 = 1
 	partitions  int32 // of the row's topic; 0 = 1
+	// topicCodec is the compression.type its topic is created with (the
+	// brokers compress); "" = the brokers' default.
+	topicCodec string
 	// lowerIsBetter: the metric is a latency (e2e p99), not a throughput.
 	lowerIsBetter bool
 	// target is the Strata/Kafka ratio the issue asks for: at least it for a

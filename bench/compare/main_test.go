@@ -1,0 +1,66 @@
+package main
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/strata-stream/strata/internal/bench"
+)
+
+// TestParseBrokerCodecs: -broker-codecs takes topic compression.type values,
+// each once.
+func TestParseBrokerCodecs(t *testing.T) {
+	if got, err := parseBrokerCodecs(""); err != nil || got != nil {
+		t.Fatalf(`"": %v, %v`, got, err)
+	}
+	if got, err := parseBrokerCodecs("zstd, lz4,uncompressed"); err != nil || !slices.Equal(got, []string{"zstd", "lz4", "uncompressed"}) {
+		t.Fatalf("zstd, lz4,uncompressed: %v, %v", got, err)
+	}
+	for _, bad := range []string{"zstd,zstd", "none", "zstd,", "ZSTD"} {
+		if got, err := parseBrokerCodecs(bad); err == nil {
+			t.Errorf("%q: accepted as %v", bad, got)
+		}
+	}
+}
+
+// TestBrokerCodecRows: each -broker-codecs value adds one produce row whose
+// producer sends uncompressed 1 KiB records, acks=all, to a topic created with
+// that compression.type; no other row sets a topic config.
+func TestBrokerCodecRows(t *testing.T) {
+	o := options{nodes: 1, brokerCodecs: []string{"zstd", "lz4"}, codecs: []string{"zstd"}, e2eRates: []int{1000}}
+	want := map[string]string{"produce 1 KiB, acks=all, broker zstd": "zstd", "produce 1 KiB, acks=all, broker lz4": "lz4"}
+	slugs := map[string]bool{}
+	for _, wl := range workloads(o) {
+		if slugs[wl.slug] {
+			t.Errorf("%s: slug %q twice", wl.name, wl.slug)
+		}
+		slugs[wl.slug] = true
+		c := workloadConfig(o, wl, 1, []string{"127.0.0.1:1"})
+		codec, ok := want[wl.name]
+		if !ok {
+			if c.TopicConfigs != nil {
+				t.Errorf("%s: topic configs %v", wl.name, c.TopicConfigs)
+			}
+			continue
+		}
+		delete(want, wl.name)
+		if wl.mode != "produce" || c.Compression != "none" || c.Acks != bench.AcksAll || c.RecordSize != 1024 ||
+			c.Producers != 1 || c.Partitions != 1 || len(c.TopicConfigs) != 1 || c.TopicConfigs["compression.type"] != codec {
+			t.Errorf("%s: mode %s, producer codec %s, acks %s, %d B, %d producers on %d partitions, topic configs %v",
+				wl.name, wl.mode, c.Compression, c.Acks, c.RecordSize, c.Producers, c.Partitions, c.TopicConfigs)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("rows missing: %v", want)
+	}
+	o.only = regexp.MustCompile("broker zstd")
+	var names []string
+	for _, wl := range workloads(o) {
+		names = append(names, wl.name)
+	}
+	if strings.Join(names, "|") != "produce 1 KiB, acks=all, broker zstd" {
+		t.Fatalf("-only 'broker zstd': %q", names)
+	}
+}
