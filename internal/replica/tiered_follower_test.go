@@ -62,14 +62,7 @@ func TestTieredFollowerRestoresProducerState(t *testing.T) {
 			t.Fatalf("leader's local start %d, not past the producer's last batch %d and the follower's log end %d", local, last.LastOffset, c.replica(2).LogEndOffset())
 		}
 
-		c.isolate(2, false)
-		for deadline := time.Now().Add(time.Minute); !slices.Equal(c.partition().ISR, []int32{1, 2}) && time.Now().Before(deadline); {
-			time.Sleep(time.Second)
-			synctest.Wait()
-		}
-		if isr := c.partition().ISR; !slices.Equal(isr, []int32{1, 2}) {
-			t.Fatalf("ISR %v after the follower came back, want [1 2]", isr)
-		}
+		c.rejoinISR(t)
 		c.elect(2, 1, 2)
 		synctest.Wait()
 		next := c.replica(2)
@@ -150,19 +143,33 @@ func TestTieredFollowerSurvivesDamagedProducerSnapshot(t *testing.T) {
 					t.Fatal("no producer snapshot in the store")
 				}
 
-				c.isolate(2, false)
-				for deadline := time.Now().Add(time.Minute); !slices.Equal(c.partition().ISR, []int32{1, 2}) && time.Now().Before(deadline); {
-					time.Sleep(time.Second)
-					synctest.Wait()
-				}
-				if isr := c.partition().ISR; !slices.Equal(isr, []int32{1, 2}) {
-					t.Fatalf("ISR %v after the follower came back, want [1 2]", isr)
-				}
-				if start := c.replica(2).LogStartOffset(); start != local {
-					t.Fatalf("follower's local log starts at %d, want the leader's local start %d", start, local)
-				}
-				c.checkAgreement()
+				c.rejoinAt(t, local)
 			})
 		})
 	}
+}
+
+// rejoinISR reconnects replica 2 and waits, in the bubble's time, until it
+// is back in the ISR.
+func (c *memCluster) rejoinISR(t *testing.T) {
+	t.Helper()
+	c.isolate(2, false)
+	for deadline := time.Now().Add(time.Minute); !slices.Equal(c.partition().ISR, []int32{1, 2}) && time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		synctest.Wait()
+	}
+	if isr := c.partition().ISR; !slices.Equal(isr, []int32{1, 2}) {
+		t.Fatalf("ISR %v after the follower came back, want [1 2]", isr)
+	}
+}
+
+// rejoinAt is rejoinISR for a follower that starts over at the leader's
+// local start local: its log must start there and agree with the leader's.
+func (c *memCluster) rejoinAt(t *testing.T, local int64) {
+	t.Helper()
+	c.rejoinISR(t)
+	if start := c.replica(2).LogStartOffset(); start != local {
+		t.Fatalf("follower's local log starts at %d, want the leader's local start %d", start, local)
+	}
+	c.checkAgreement()
 }

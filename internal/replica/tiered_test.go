@@ -844,18 +844,7 @@ func TestTieredFollowerCatchesUpFromLocalStart(t *testing.T) {
 			t.Fatalf("leader's local start %d, not past the follower's log end %d", local, follower)
 		}
 
-		c.isolate(2, false)
-		for deadline := time.Now().Add(time.Minute); !slices.Equal(c.partition().ISR, []int32{1, 2}) && time.Now().Before(deadline); {
-			time.Sleep(time.Second)
-			synctest.Wait()
-		}
-		if isr := c.partition().ISR; !slices.Equal(isr, []int32{1, 2}) {
-			t.Fatalf("ISR %v after the follower came back, want [1 2]", isr)
-		}
-		if start := c.replica(2).LogStartOffset(); start != local {
-			t.Fatalf("follower's local log starts at %d, want the leader's local start %d", start, local)
-		}
-		c.checkAgreement()
+		c.rejoinAt(t, local)
 	})
 }
 

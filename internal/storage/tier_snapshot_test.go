@@ -38,13 +38,7 @@ func (r *recordingSnapshots) snapshot(prev []byte, prevAt, at int64) ([]byte, er
 // snapshot object with it.
 func TestTierUploadsProducerSnapshots(t *testing.T) {
 	store := memStore(t, vfs.NewMem())
-	l, tier := tieredLog(t, store, 1<<30, nil)
-	var rec recordingSnapshots
-	tier.cfg.ProducerSnapshot = rec.snapshot
-	appendN(t, l, 30, 3, 100, 1000, 0)
-	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
-		t.Fatal(err)
-	}
+	l, tier, rec := uploadedWithSnapshots(t, store)
 	m, _ := tier.manifestCopy()
 	if len(m.Segments) < 2 || len(rec.calls) != len(m.Segments) {
 		t.Fatalf("%d segments uploaded, %d snapshots made", len(m.Segments), len(rec.calls))
@@ -205,13 +199,7 @@ func TestTierRemoteAuxStateDamagedSnapshot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := memStore(t, vfs.NewMem())
-			l, tier := tieredLog(t, store, 1<<30, nil)
-			var rec recordingSnapshots
-			tier.cfg.ProducerSnapshot = rec.snapshot
-			appendN(t, l, 30, 3, 100, 1000, 0)
-			if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
-				t.Fatal(err)
-			}
+			_, tier, _ := uploadedWithSnapshots(t, store)
 			m, _ := tier.manifestCopy()
 			seg := m.Segments[0]
 			if err := tc.damage(store, seg.key(tierPrefix, snapshotSuffix)); err != nil {
@@ -223,4 +211,18 @@ func TestTierRemoteAuxStateDamagedSnapshot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// uploadedWithSnapshots is a tiered log on store whose 30 batches are
+// uploaded, each segment with the producer snapshot rec made for it.
+func uploadedWithSnapshots(t *testing.T, store remote.Store) (*Log, *Tier, *recordingSnapshots) {
+	t.Helper()
+	l, tier := tieredLog(t, store, 1<<30, nil)
+	rec := new(recordingSnapshots)
+	tier.cfg.ProducerSnapshot = rec.snapshot
+	appendN(t, l, 30, 3, 100, 1000, 0)
+	if _, err := tier.Upload(ctxTimeout(t), l.LogEndOffset(), 0); err != nil {
+		t.Fatal(err)
+	}
+	return l, tier, rec
 }
