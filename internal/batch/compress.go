@@ -105,6 +105,11 @@ var (
 // timestamp is taken from the records. The base offset and leader epoch are
 // the leader's to set at append. The batch returned is newly allocated; the
 // scratch buffers are pooled.
+//
+// A rebuilt batch whose records would decompress past the bound every reader
+// holds a stored batch to (the larger of MinDecompressedLimit and
+// MaxDecompressionRatio times its compressed size) is refused with
+// ErrDecompressedTooLarge: stored, no reader could read it back.
 func Recompress(b []byte, h Header, records []byte, c Compression) ([]byte, error) {
 	maxDelta, numbered, err := scanRecords(records, h.NumRecords)
 	if err != nil {
@@ -121,8 +126,13 @@ func Recompress(b []byte, h Header, records []byte, c Compression) ([]byte, erro
 		zbuf := compressBuffers.Get().(*bytes.Buffer)
 		defer compressBuffers.Put(zbuf)
 		zbuf.Reset()
+		n := len(body)
 		if body, err = Compress(zbuf, body, c); err != nil {
 			return nil, err
+		}
+		if limit := decompressedLimit(len(body)); n > limit {
+			return nil, fmt.Errorf("%w: codec %d: %d bytes of records compress to %d, past the %d-byte bound of a stored batch",
+				ErrDecompressedTooLarge, c.Codec, n, len(body), limit)
 		}
 	}
 	out := make([]byte, HeaderSize, HeaderSize+len(body))

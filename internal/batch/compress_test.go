@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 )
 
@@ -112,5 +113,40 @@ func TestZstdLevelZeroIsDefault(t *testing.T) {
 	}
 	if !bytes.Equal(zero, def) {
 		t.Fatalf("zstd level 0 gave %d bytes, the default level %d: level 0 is not the default", len(zero), len(def))
+	}
+}
+
+// TestRecompressKeepsReadable: records of more than MinDecompressedLimit
+// that a codec squeezes past MaxDecompressionRatio are refused
+// (ErrDecompressedTooLarge) rather than stored as a batch no reader could
+// read back; the same records less compressible are rebuilt.
+func TestRecompressKeepsReadable(t *testing.T) {
+	value := make([]byte, MinDecompressedLimit+1<<20) // zeros: thousands to one
+	b, err := Build(BuildOptions{}, []Record{{Value: value}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := ParseHeader(b)
+	if _, err := Recompress(b, h, b[HeaderSize:], Compression{Codec: CodecZstd, Level: 3}); !errors.Is(err, ErrDecompressedTooLarge) {
+		t.Fatalf("65 MiB of zeros rebuilt with zstd: %v, want %v", err, ErrDecompressedTooLarge)
+	}
+	x := uint32(7)
+	for i := range value {
+		x = x*1664525 + 1013904223
+		value[i] = byte(x >> 24)
+	}
+	b, err = Build(BuildOptions{}, []Record{{Value: value}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Recompress(b, h, b[HeaderSize:], Compression{Codec: CodecZstd, Level: 3})
+	if err != nil {
+		t.Fatalf("65 MiB of noise rebuilt with zstd: %v", err)
+	}
+	buf := GetRecordsBuffer()
+	defer buf.Release()
+	oh, _ := ParseHeader(out)
+	if _, err := buf.Section(oh, out); err != nil {
+		t.Fatalf("the rebuilt batch does not read back: %v", err)
 	}
 }
