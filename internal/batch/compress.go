@@ -118,9 +118,11 @@ func Recompress(b []byte, h Header, records []byte, c Compression) ([]byte, erro
 	body := records
 	if !numbered {
 		scratch := renumberBuffers.Get().(*[]byte)
-		defer renumberBuffers.Put(scratch)
 		body = renumbered((*scratch)[:0], records, h.NumRecords)
-		*scratch = body[:0]
+		if cap(body) <= maxPooledRecords { // a rare huge batch's buffer is not kept
+			*scratch = body[:0]
+		}
+		defer renumberBuffers.Put(scratch)
 	}
 	if c.Codec != CodecNone {
 		zbuf := compressBuffers.Get().(*bytes.Buffer)
