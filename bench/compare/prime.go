@@ -51,7 +51,7 @@ func primeWithin(ctx context.Context, bound time.Duration, seeds []string, topic
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, partitions, rf, stringPtrs(configs), topic)
+	resp, err := adm.CreateTopic(ctx, partitions, rf, bench.CreateConfigs(configs), topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -76,18 +76,6 @@ func primeWithin(ctx context.Context, bound time.Duration, seeds []string, topic
 		return fmt.Errorf("priming %s: %w", topic, err)
 	}
 	return nil
-}
-
-// stringPtrs is configs as CreateTopics takes them (nil for none).
-func stringPtrs(configs map[string]string) map[string]*string {
-	if len(configs) == 0 {
-		return nil
-	}
-	ptrs := make(map[string]*string, len(configs))
-	for k, v := range configs {
-		ptrs[k] = &v
-	}
-	return ptrs
 }
 
 // checkConfigs fails unless the topic's configuration holds every one of want.

@@ -10,15 +10,7 @@ import (
 // effort gives another, here smaller, output), and every level's output
 // decompresses to the input.
 func TestCompressionLevels(t *testing.T) {
-	// Words of a small vocabulary in a pseudo-random order: repeats at
-	// every distance, as in text, where the codecs' efforts differ.
-	words := bytes.Fields([]byte("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon"))
-	var in []byte
-	x := uint32(1)
-	for range 20000 {
-		x = x*1664525 + 1013904223
-		in = append(append(in, words[x>>16%uint32(len(words))]...), ' ')
-	}
+	in := textLike(1)
 	for _, tc := range []struct {
 		codec      Codec
 		fast, best int
@@ -96,13 +88,7 @@ func TestRecompress(t *testing.T) {
 // (3), as Kafka's zstd-jni reads it (ZSTD_c_compressionLevel 0 is
 // ZSTD_CLEVEL_DEFAULT), not the fastest level.
 func TestZstdLevelZeroIsDefault(t *testing.T) {
-	words := bytes.Fields([]byte("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon"))
-	var in []byte
-	x := uint32(7)
-	for range 20000 {
-		x = x*1664525 + 1013904223
-		in = append(append(in, words[x>>16%uint32(len(words))]...), ' ')
-	}
+	in := textLike(7)
 	zero, err := Compress(new(bytes.Buffer), in, Compression{Codec: CodecZstd, Level: 0})
 	if err != nil {
 		t.Fatal(err)
@@ -149,4 +135,18 @@ func TestRecompressKeepsReadable(t *testing.T) {
 	if _, err := buf.Section(oh, out); err != nil {
 		t.Fatalf("the rebuilt batch does not read back: %v", err)
 	}
+}
+
+// textLike is 20,000 words of a small vocabulary in a pseudo-random order
+// drawn from seed: repeats at every distance, as in text, where the codecs'
+// levels differ.
+func textLike(seed uint32) []byte {
+	words := bytes.Fields([]byte("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon"))
+	var in []byte
+	x := seed
+	for range 20000 {
+		x = x*1664525 + 1013904223
+		in = append(append(in, words[x>>16%uint32(len(words))]...), ' ')
+	}
+	return in
 }

@@ -15,7 +15,13 @@ import (
 // values included) and returns it with its header.
 func recordsOf(t *testing.T, recs []Record) ([]byte, Header) {
 	t.Helper()
-	b, err := Build(BuildOptions{}, recs)
+	return codecRecordsOf(t, CodecNone, recs)
+}
+
+// codecRecordsOf is recordsOf with the records compressed by codec.
+func codecRecordsOf(t *testing.T, codec Codec, recs []Record) ([]byte, Header) {
+	t.Helper()
+	b, err := Build(BuildOptions{Codec: codec}, recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,14 +126,7 @@ func TestValidateRecordsMaxBody(t *testing.T) {
 	body, k := sizeAt(plain[HeaderSize:], 0) // the records' bodies
 	second, _ := sizeAt(plain[HeaderSize:], k+body)
 	for _, codec := range []Codec{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
-		b, err := Build(BuildOptions{Codec: codec}, recs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := Validate(b)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, h := codecRecordsOf(t, codec, recs)
 		for _, tc := range []struct {
 			max  int
 			fail bool
@@ -248,14 +247,7 @@ func TestValidateRecordsZeroAllocs(t *testing.T) {
 		recs[i] = Record{Key: []byte("key"), Value: fmt.Appendf(nil, "value %d %0100d", i, i), Headers: []kmsg.Header{{Key: "h", Value: []byte("v")}}}
 	}
 	for _, codec := range []Codec{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
-		b, err := Build(BuildOptions{Codec: codec}, recs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := Validate(b)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, h := codecRecordsOf(t, codec, recs)
 		if allocs := testing.AllocsPerRun(100, func() {
 			if err := validateRecords(h, b); err != nil {
 				panic(err)

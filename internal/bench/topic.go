@@ -20,14 +20,7 @@ func ensureTopic(ctx context.Context, c *Config) ([]int32, error) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	var configs map[string]*string
-	if len(c.TopicConfigs) > 0 {
-		configs = make(map[string]*string, len(c.TopicConfigs))
-		for k, v := range c.TopicConfigs {
-			configs[k] = &v
-		}
-	}
-	resp, err := adm.CreateTopic(ctx, c.Partitions, c.ReplicationFactor, configs, c.Topic)
+	resp, err := adm.CreateTopic(ctx, c.Partitions, c.ReplicationFactor, CreateConfigs(c.TopicConfigs), c.Topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -121,4 +114,16 @@ func listOffsetsOnce(ctx context.Context, c *Config, partitions []int32) (start,
 		start[p], end[p] = s.Offset, e.Offset
 	}
 	return start, end, nil
+}
+
+// CreateConfigs is topic configs as CreateTopics takes them (nil for none).
+func CreateConfigs(topicConfigs map[string]string) map[string]*string {
+	if len(topicConfigs) == 0 {
+		return nil
+	}
+	configs := make(map[string]*string, len(topicConfigs))
+	for k, v := range topicConfigs {
+		configs[k] = &v
+	}
+	return configs
 }
