@@ -82,6 +82,7 @@ type options struct {
 	preEncoded         bool           // add the 100 B rows of the pre-encoded producer (preencoded.go)
 	codecs             []string
 	brokerCodecs       []string // topic compression.type values of the broker-compressed rows
+	codecPayload       string   // what the values of the compressed rows hold
 	perfRecords        int
 	workdir            string
 	mdOut, jsonOut     string
@@ -110,6 +111,7 @@ func main() {
 	flag.BoolVar(&o.preEncoded, "pre-encoded", false, "add produce rows (100 B; 1 KiB over one and four partitions) whose load generator writes one pre-encoded ~1 MB batch per partition again and again (one node only): there franz-go on one core, not the broker, bounds the rate")
 	codecs := flag.String("codecs", "", "compression codecs to add produce and consume rows for, comma-separated (gzip, snappy, lz4, zstd)")
 	brokerCodecs := flag.String("broker-codecs", "", "topic compression.type values to add produce rows for, comma-separated (gzip, snappy, lz4, zstd, uncompressed, producer): the producer sends uncompressed 1 KiB records, acks=all, to a topic created with compression.type=<codec>, so each broker compresses")
+	flag.StringVar(&o.codecPayload, "codec-payload", bench.PayloadText, "what the values of the -codecs and -broker-codecs rows hold: text (a different slice of JSON event lines in each record) or letters (one random value in every record, which any codec squeezes to almost nothing)")
 	flag.StringVar(&o.pinBrokers, "pin-brokers", "", "CPUs the brokers run on, taskset -c style (e.g. 0); with -pin-client the ratio measures brokers, not the load generator")
 	flag.StringVar(&o.pinClient, "pin-client", "", "CPUs the load generator (this process) runs on (e.g. 1)")
 	flag.IntVar(&o.perfRecords, "perf-records", 300_000, "records ProducerPerformance sends (0: skip it)")
@@ -142,6 +144,10 @@ func main() {
 	}
 	if o.brokerCodecs, err = parseBrokerCodecs(*brokerCodecs); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(2)
+	}
+	if o.codecPayload != bench.PayloadText && o.codecPayload != bench.PayloadLetters {
+		fmt.Fprintf(os.Stderr, "compare: -codec-payload %q: want %s or %s\n", o.codecPayload, bench.PayloadText, bench.PayloadLetters)
 		os.Exit(2)
 	}
 	if *only != "" {
@@ -206,16 +212,22 @@ func allWorkloads(o options) []workload {
 			workload{name: "produce 1 KiB pre-encoded, acks=all, 4 partitions", slug: "r1k-aall-p4", mode: "pre-encoded", size: 1024,
 				acks: bench.AcksAll, partitions: 4, target: 1.5})
 	}
+	// The compressed rows name a text payload: their ratios differ from the
+	// letters payload's by far.
+	size, payload, slug := "1 KiB", "", ""
+	if o.codecPayload == bench.PayloadText {
+		size, payload, slug = "1 KiB text", bench.PayloadText, "-t"
+	}
 	for _, codec := range o.codecs {
 		wls = append(wls,
-			workload{name: "produce 1 KiB " + codec + ", acks=all", slug: "p1k-" + codec, mode: "produce", size: 1024,
-				acks: bench.AcksAll, compression: codec, target: 1.5},
-			workload{name: "consume 1 KiB " + codec, slug: "c1k-" + codec, mode: "consume", size: 1024,
-				acks: bench.AcksAll, compression: codec, target: 1.5})
+			workload{name: "produce " + size + " " + codec + ", acks=all", slug: "p1k-" + codec + slug, mode: "produce", size: 1024,
+				acks: bench.AcksAll, compression: codec, payload: payload, target: 1.5},
+			workload{name: "consume " + size + " " + codec, slug: "c1k-" + codec + slug, mode: "consume", size: 1024,
+				acks: bench.AcksAll, compression: codec, payload: payload, target: 1.5})
 	}
 	for _, codec := range o.brokerCodecs {
-		wls = append(wls, workload{name: plainProduceRow + ", broker " + codec, slug: "p1k-b" + codec, mode: "produce", size: 1024,
-			acks: bench.AcksAll, topicCodec: codec, target: 1.5})
+		wls = append(wls, workload{name: "produce " + size + ", acks=all, broker " + codec, slug: "p1k-b" + codec + slug, mode: "produce", size: 1024,
+			acks: bench.AcksAll, topicCodec: codec, payload: payload, target: 1.5})
 	}
 	wls = append(wls, txnWorkloads(o.txnRecords, o.txnProducers, o.txnPartitions)...)
 	for _, rate := range o.e2eRates {
@@ -607,6 +619,7 @@ func workloadConfig(o options, wl workload, round int, seeds []string, opts ...k
 		Partitions: max(1, wl.partitions), ReplicationFactor: int16(o.nodes),
 		RecordSize: wl.size, Duration: o.duration, Rate: wl.rate,
 		Acks: wl.acks, Compression: wl.codec(), Producers: max(1, wl.producers), Consumers: 1, TransactionRecords: wl.txnRecords,
+		Payload:    wl.payload,
 		Linger:     bench.DefaultLinger,
 		ClientOpts: append([]kgo.Opt{kgo.ClientID("strata-vs-kafka"), kgo.WithHooks(&produceWrites)}, opts...),
 	}

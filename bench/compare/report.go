@@ -26,6 +26,9 @@ type workload struct {
 	// topicCodec is the compression.type its topic is created with (the
 	// brokers compress); "" = the brokers' default.
 	topicCodec string
+	// payload is what its records' values hold (bench.PayloadText or, when
+	// "", bench.PayloadLetters).
+	payload string
 	// lowerIsBetter: the metric is a latency (e2e p99), not a throughput.
 	lowerIsBetter bool
 	// target is the Strata/Kafka ratio the issue asks for: at least it for a

@@ -54,6 +54,7 @@ GOGC=400 unless GOGC is set, so that its garbage collection takes less of its CP
 type benchFlags struct {
 	topic       string
 	recordSize  int
+	payload     string
 	count       int64
 	duration    time.Duration
 	rate        int
@@ -118,6 +119,7 @@ func benchRecordFlags(cmd *cobra.Command, f *benchFlags, mode string) {
 		prefill = "with --count, for the records produced to fill the topic: "
 	}
 	fl.IntVarP(&f.recordSize, "record-size", "s", 100, prefill+"value bytes per record")
+	fl.StringVar(&f.payload, "payload", bench.PayloadLetters, prefill+"what values hold: letters (one random value in every record, as Kafka's producer perf test sends; codecs squeeze it to almost nothing) or text (a different slice of JSON event lines in each record, compressible as application events are)")
 	count := "records to produce (0: run for --duration)"
 	switch mode {
 	case "consume", "share":
@@ -177,11 +179,12 @@ func benchRecordFlags(cmd *cobra.Command, f *benchFlags, mode string) {
 	}
 	completeValues(cmd, "acks", "all", "1", "0")
 	completeValues(cmd, "compression", "none", "gzip", "snappy", "lz4", "zstd")
+	completeValues(cmd, "payload", bench.PayloadLetters, bench.PayloadText)
 }
 
 // benchPrefillFlags shape the records a consume or share run produces to fill
 // the topic to --count, and nothing else.
-var benchPrefillFlags = []string{"record-size", "acks", "compression", "producers", "linger", "batch-max-bytes"}
+var benchPrefillFlags = []string{"record-size", "payload", "acks", "compression", "producers", "linger", "batch-max-bytes"}
 
 // benchUnusedFlags refuses a flag given where the mode would ignore it: a
 // consume or share run's producer flags without --count, and produce's
@@ -227,6 +230,7 @@ func runBench(ctx context.Context, s *session, f *benchFlags, mode string) error
 	cfg.Topic, cfg.Partitions, cfg.ReplicationFactor = f.topic, f.partitions, f.replication
 	cfg.RecordSize, cfg.Count, cfg.Duration, cfg.Rate = f.recordSize, f.count, f.duration, f.rate
 	cfg.Compression, cfg.Producers, cfg.Consumers, cfg.Linger = f.compression, f.producers, f.consumers, f.linger
+	cfg.Payload = f.payload
 	cfg.TransactionRecords, cfg.Fanout, cfg.FanoutRaw = f.txnRecords, f.fanout, f.fanoutRaw
 	cfg.BatchMaxBytes = f.batchBytes
 	cfg.Group, cfg.ShareAck, cfg.DeadLetterTopic = f.group, f.shareAck, f.deadLetters

@@ -51,6 +51,8 @@ func TestValidate(t *testing.T) {
 		{name: "negative rate", mode: "produce", change: func(c *Config) { c.Rate = -5 }, bad: "rate"},
 		{name: "bad acks", mode: "produce", change: func(c *Config) { c.Acks = "2" }, bad: "acks"},
 		{name: "bad codec", mode: "produce", change: func(c *Config) { c.Compression = "brotli" }, bad: "compression"},
+		{name: "text payload", mode: "produce", change: func(c *Config) { c.Payload = PayloadText }},
+		{name: "bad payload", mode: "produce", change: func(c *Config) { c.Payload = "random" }, bad: "payload"},
 		{name: "no producers", mode: "produce", change: func(c *Config) { c.Producers = 0 }, bad: "producers"},
 		{name: "huge records", mode: "produce", change: func(c *Config) { c.RecordSize = 2 << 20 }, bad: "record size"},
 		{name: "no consumers", mode: "consume", change: func(c *Config) { c.Consumers = 0 }, bad: "consumers"},

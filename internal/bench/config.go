@@ -54,7 +54,10 @@ type Config struct {
 	ReplicationFactor int16
 	TopicConfigs      map[string]string
 
-	RecordSize  int           // value bytes per record
+	RecordSize int // value bytes per record
+	// Payload is what the values hold: PayloadLetters (also when empty) or
+	// PayloadText.
+	Payload     string
 	Count       int64         // records to produce or read; 0: run for Duration
 	Duration    time.Duration // bound on the run (the whole run if Count is 0)
 	Rate        int           // records/s over all producers; 0: unthrottled
@@ -175,6 +178,9 @@ func (c *Config) Validate(mode string) error {
 		return bad("raw fan-out readers need fan-out readers")
 	case c.TransactionRecords > 0 && c.Acks != AcksAll:
 		return bad("transactional producers are idempotent: acks must be all")
+	}
+	if c.Payload != "" && c.Payload != PayloadLetters && c.Payload != PayloadText {
+		return bad("payload %q is not %s or %s", c.Payload, PayloadLetters, PayloadText)
 	}
 	if _, ok := codecs[c.Compression]; !ok {
 		return bad("compression %q is not none, gzip, snappy, lz4 or zstd", c.Compression)

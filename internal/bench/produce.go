@@ -69,6 +69,10 @@ func (c *Config) result(mode string) Result {
 	if mode == "produce" || mode == "e2e" {
 		r.Acks, r.Compression, r.Producers, r.TargetRate = c.Acks, c.Compression, c.Producers, c.Rate
 		r.LingerMS, r.BatchMaxBytes = float64(c.Linger)/float64(time.Millisecond), c.BatchMaxBytes
+		r.Payload = c.Payload
+		if r.Payload == "" {
+			r.Payload = PayloadLetters
+		}
 	}
 	if mode != "produce" {
 		r.Consumers = c.Consumers
@@ -110,7 +114,7 @@ func (s sendTotals) err() error {
 func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 	var wg sync.WaitGroup
 	counts := split(spec.count, c.Producers)
-	payload := randomLetters(c.RecordSize)
+	letters := randomLetters(c.RecordSize)
 	start := time.Now()
 	clock := monoClock{start: start}
 	acks := &acknowledgements{c: c, spec: &spec}
@@ -129,6 +133,7 @@ func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 				return
 			}
 			defer cl.Close()
+			payload := newPayloadSource(c.Payload, c.RecordSize, i, c.Producers, letters)
 			// Records handed to the client are delivered even if ctx ends: the
 			// context only stops the sending.
 			sendCtx := context.WithoutCancel(ctx)
@@ -156,9 +161,9 @@ func (c *Config) sendAll(ctx context.Context, spec sendSpec) sendTotals {
 					acks.setErr(err)
 					break
 				}
-				value := payload
+				value := payload.value()
 				if spec.stamp {
-					value = append([]byte(nil), payload...)
+					value = append([]byte(nil), value...)
 					binary.BigEndian.PutUint64(value, uint64(due.UnixNano()))
 				}
 				// Stamped with the now read above, as the client would

@@ -15,6 +15,7 @@ type Result struct {
 	RecordSize  int     `json:"record_size"` // consume: the mean value size read
 	Acks        string  `json:"acks,omitempty"`
 	Compression string  `json:"compression,omitempty"`
+	Payload     string  `json:"payload,omitempty"` // what produced values hold: letters or text
 	Producers   int     `json:"producers,omitempty"`
 	Consumers   int     `json:"consumers,omitempty"`
 	TargetRate  int     `json:"target_rate,omitempty"` // records/s; 0 = unthrottled
@@ -97,7 +98,11 @@ func (r Result) WriteTable(w io.Writer) error {
 		return tw.Flush()
 	}
 	row("topic", "%s (%d partitions)", r.Topic, r.Partitions)
-	row("record size", "%d B", r.RecordSize)
+	if r.Payload != "" {
+		row("record size", "%d B (%s)", r.RecordSize, r.Payload)
+	} else {
+		row("record size", "%d B", r.RecordSize)
+	}
 	if r.Producers > 0 {
 		rate := "unthrottled"
 		if r.TargetRate > 0 {
