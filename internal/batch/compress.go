@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -31,23 +32,15 @@ func DefaultLevel(codec Codec) int {
 	return 0
 }
 
-// kgoCodec is c in franz-go's terms. Kafka's lz4 compresses its default level
-// (9) with lz4's fast compressor and every other level with the high
-// compressor at that level, which franz-go's lz4 library takes up to 9; zstd
-// levels are mapped to the encoder's four speeds as zstd's own levels are (0
-// being zstd's default level, 3).
+// kgoCodec is c in franz-go's terms (lz4 is compressLZ4's). Zstd levels
+// are mapped to the encoder's four speeds as zstd's own levels are (0 being
+// zstd's default level, 3).
 func (c Compression) kgoCodec() (kgo.CompressionCodec, error) {
 	switch c.Codec {
 	case CodecGzip:
 		return kgo.GzipCompression().WithLevel(c.Level), nil
 	case CodecSnappy:
 		return kgo.SnappyCompression(), nil
-	case CodecLZ4:
-		level := 0 // the fast compressor
-		if c.Level != DefaultLevel(CodecLZ4) {
-			level = 1 << (7 + min(max(c.Level, 1), 9)) // the library's Level1 (1<<8) .. Level9 (1<<16)
-		}
-		return kgo.Lz4Compression().WithLevel(level), nil
 	case CodecZstd:
 		level := c.Level
 		if level == 0 { // zstd's "default level" (ZSTD_CLEVEL_DEFAULT), as zstd-jni reads 0
@@ -56,6 +49,54 @@ func (c Compression) kgoCodec() (kgo.CompressionCodec, error) {
 		return kgo.ZstdCompression().WithLevel(int(zstd.EncoderLevelFromZstd(level))), nil
 	}
 	return kgo.CompressionCodec{}, ErrBadCodec
+}
+
+// lz4Level is an lz4 level in the library's terms. Kafka compresses its
+// default level (9) with lz4's fast compressor and every other level with
+// the high compressor at that level, which the library takes up to 9.
+func lz4Level(level int) lz4.CompressionLevel {
+	if level == DefaultLevel(CodecLZ4) {
+		return lz4.Fast
+	}
+	return lz4.CompressionLevel(1 << (8 + min(max(level, 1), 9))) // Level1 (1<<9) .. Level9 (1<<17)
+}
+
+// lz4Writers pools lz4 frame writers by level.
+var lz4Writers = struct {
+	sync.Mutex
+	m map[lz4.CompressionLevel]*sync.Pool
+}{m: map[lz4.CompressionLevel]*sync.Pool{}}
+
+// compressLZ4 appends records compressed at level as Kafka frames lz4:
+// independent 64 KiB blocks, no content checksum. (franz-go's compressor
+// writes 4 MiB blocks, which this machine compressed a third slower: the
+// hash table's reach over the block, BenchmarkCompress.)
+func compressLZ4(dst *bytes.Buffer, records []byte, level int) ([]byte, error) {
+	lz4Writers.Lock()
+	pool, ok := lz4Writers.m[lz4Level(level)]
+	if !ok {
+		l := lz4Level(level)
+		pool = &sync.Pool{New: func() any {
+			w := lz4.NewWriter(nil)
+			if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ChecksumOption(false), lz4.ConcurrencyOption(1), lz4.CompressionLevelOption(l)); err != nil {
+				panic(err) // the options are constants the library takes
+			}
+			return w
+		}}
+		lz4Writers.m[l] = pool
+	}
+	lz4Writers.Unlock()
+	w := pool.Get().(*lz4.Writer)
+	defer pool.Put(w)
+	w.Reset(dst)
+	if _, err := w.Write(records); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	w.Reset(nil)
+	return dst.Bytes(), nil
 }
 
 // compressors holds one franz-go compressor per Compression, made on first
@@ -67,6 +108,9 @@ var compressors = struct {
 
 // Compress appends the compression of records by c to dst and returns it.
 func Compress(dst *bytes.Buffer, records []byte, c Compression) ([]byte, error) {
+	if c.Codec == CodecLZ4 {
+		return compressLZ4(dst, records, c.Level)
+	}
 	compressors.Lock()
 	comp, ok := compressors.m[c]
 	if !ok {

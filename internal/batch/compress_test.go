@@ -150,3 +150,62 @@ func textLike(seed uint32) []byte {
 	}
 	return in
 }
+
+// TestLZ4FrameAsKafkaWritesIt: lz4 records are framed as Kafka's own
+// Lz4BlockOutputStream frames them (version 1, independent blocks of at most
+// 64 KiB, no block or content checksum), at every level, and read back. Only
+// the default level, 9, is the fast compressor (level 1 fell back to it once,
+// its option refused by the library).
+func TestLZ4FrameAsKafkaWritesIt(t *testing.T) {
+	in := bytes.Repeat(textLike(3), 3) // several blocks
+	frames := map[int][]byte{}
+	for level := 1; level <= 17; level++ {
+		dst := new(bytes.Buffer)
+		dst.WriteString("kept") // Compress appends
+		out, err := Compress(dst, in, Compression{Codec: CodecLZ4, Level: level})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(out, []byte("kept")) {
+			t.Fatalf("level %d: the buffer's earlier bytes were not kept", level)
+		}
+		frame := out[len("kept"):]
+		const magic, flg, bd = "\x04\x22\x4d\x18", 0x60, 0x40
+		if string(frame[:4]) != magic || frame[4] != flg || frame[5] != bd {
+			t.Fatalf("level %d: frame starts % x, want magic % x, FLG %#x, BD %#x", level, frame[:6], magic, flg, bd)
+		}
+		back, err := new(RecordsBuffer).inflate(CodecLZ4, frame, len(in))
+		if err != nil || !bytes.Equal(back, in) {
+			t.Fatalf("level %d: does not round-trip: %v", level, err)
+		}
+		frames[level] = bytes.Clone(frame)
+	}
+	for _, level := range []int{1, 2, 8, 10, 17} {
+		if bytes.Equal(frames[level], frames[DefaultLevel(CodecLZ4)]) {
+			t.Errorf("level %d compressed as the fast compressor does", level)
+		}
+	}
+}
+
+// BenchmarkCompress compresses about 1 MB of text-like records (a full
+// default batch) with each codec at Kafka's default level.
+func BenchmarkCompress(b *testing.B) {
+	var in []byte
+	for seed := uint32(1); len(in) < 1<<20; seed++ {
+		in = append(in, textLike(seed)...)
+	}
+	in = in[:1<<20]
+	for codec, name := range map[Codec]string{CodecGzip: "gzip", CodecSnappy: "snappy", CodecLZ4: "lz4", CodecZstd: "zstd"} {
+		b.Run(name, func(b *testing.B) {
+			c := Compression{Codec: codec, Level: DefaultLevel(codec)}
+			var dst bytes.Buffer
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				dst.Reset()
+				if _, err := Compress(&dst, in, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
