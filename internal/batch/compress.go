@@ -69,13 +69,13 @@ var lz4Writers = struct {
 
 // compressLZ4 appends records compressed at level as Kafka frames lz4:
 // independent 64 KiB blocks, no content checksum. (franz-go's compressor
-// writes 4 MiB blocks, which this machine compressed a third slower: the
-// hash table's reach over the block, BenchmarkCompress.)
+// writes 4 MiB blocks, with which JSON events compressed a third slower
+// here: docs/benchmarks.md, session 43.)
 func compressLZ4(dst *bytes.Buffer, records []byte, level int) ([]byte, error) {
+	l := lz4Level(level)
 	lz4Writers.Lock()
-	pool, ok := lz4Writers.m[lz4Level(level)]
+	pool, ok := lz4Writers.m[l]
 	if !ok {
-		l := lz4Level(level)
 		pool = &sync.Pool{New: func() any {
 			w := lz4.NewWriter(nil)
 			if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ChecksumOption(false), lz4.ConcurrencyOption(1), lz4.CompressionLevelOption(l)); err != nil {
