@@ -227,3 +227,77 @@ func TestExpiredProducersDroppedOnSnapshotLoad(t *testing.T) {
 		t.Fatalf("an expired producer's batch at an older epoch after the restart: %v, want it taken as a new producer's", err)
 	}
 }
+
+// TestAppendCheckOrder: a produced batch that breaks more than one rule gets
+// the error of the rule Kafka checks first (UnifiedLog's
+// analyzeAndValidateProducerState, then ProducerAppendInfo): a retry of a
+// cached batch is answered with its original offsets before anything else; a
+// transactional batch that would open a transaction is refused for an epoch
+// older than the producer's, then for a missing verification; then the epoch
+// and the sequence of any batch; a non-transactional batch inside the
+// producer's transaction only then. Strata refused a non-transactional batch
+// inside a transaction with INVALID_TXN_STATE whatever its epoch and sequence,
+// and checked the verification before the duplicate and the epoch.
+func TestAppendCheckOrder(t *testing.T) {
+	const pid = 7
+	type step struct {
+		epoch, seq    int
+		transactional bool
+		marker        bool // a transaction marker at epoch (transaction version 0) instead of a batch
+	}
+	build := func(t *testing.T, s step) []byte {
+		t.Helper()
+		b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: pid, ProducerEpoch: int16(s.epoch), BaseSequence: int32(s.seq), Transactional: s.transactional},
+			[]batch.Record{{Value: []byte("x")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name     string
+		history  []step // appended verified (a transactional batch's guard started first)
+		next     step
+		verify   bool // next is appended with AppendOpts.Verify and no guard
+		wantErr  error
+		wantBase int64 // when wantErr is nil: the answer's base offset
+	}{
+		{name: "non-transactional at an older epoch in a transaction", history: []step{{epoch: 2, transactional: true}},
+			next: step{epoch: 1, seq: 1}, wantErr: ErrInvalidProducerEpoch},
+		{name: "non-transactional with a gap in a transaction", history: []step{{transactional: true}},
+			next: step{seq: 5}, wantErr: ErrOutOfOrderSequence},
+		{name: "non-transactional in sequence in a transaction", history: []step{{transactional: true}},
+			next: step{seq: 1}, wantErr: ErrInvalidTxnState},
+		{name: "retry of an ended transaction's batch", history: []step{{transactional: true}, {marker: true}},
+			next: step{transactional: true}, verify: true, wantBase: 0},
+		{name: "unverified at an older epoch", history: []step{{epoch: 2, transactional: true}, {epoch: 2, marker: true}},
+			next: step{epoch: 1, transactional: true}, verify: true, wantErr: ErrInvalidProducerEpoch},
+		{name: "unverified with a gap", history: []step{{transactional: true}, {marker: true}},
+			next: step{seq: 5, transactional: true}, verify: true, wantErr: ErrInvalidTxnState},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newLeaderPartition(t, t.TempDir())
+			t.Cleanup(func() { p.close() })
+			for _, s := range tc.history {
+				if s.marker {
+					if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, ProducerEpoch: int16(s.epoch)}, 0); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				mustAppendVerified(t, p, build(t, s), p.StartTxnVerification(pid, int16(s.epoch)))
+			}
+			leo := p.LogEndOffset()
+			res, err := p.AppendWith(build(t, tc.next), 1, AppendOpts{Verify: tc.verify})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("append: %v, want %v", err, tc.wantErr)
+			}
+			if err == nil && res.BaseOffset != tc.wantBase {
+				t.Fatalf("answered base offset %d, want %d", res.BaseOffset, tc.wantBase)
+			}
+			if (err != nil || tc.wantBase < leo) && p.LogEndOffset() != leo {
+				t.Fatalf("log end %d, want %d: the batch was appended", p.LogEndOffset(), leo)
+			}
+		})
+	}
+}
