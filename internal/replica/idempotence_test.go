@@ -149,14 +149,14 @@ func TestSequenceAfterMarkerStartsAtZero(t *testing.T) {
 	s := newProducerState()
 	s.record(7, 3, 0, 5, 0, 4, -1)
 	s.fence(7, 4, 0, -1) // the end of the transaction bumps the epoch to 4
-	if _, err := s.check(7, 4, 1, 1); !errors.Is(err, ErrOutOfOrderSequence) {
+	if _, err := s.check(7, 4, 1, 1, false); !errors.Is(err, ErrOutOfOrderSequence) {
 		t.Fatalf("sequence 1 as the first batch at the marker's epoch: %v, want ErrOutOfOrderSequence", err)
 	}
-	if _, err := s.check(7, 4, 0, 1); err != nil {
+	if _, err := s.check(7, 4, 0, 1, false); err != nil {
 		t.Fatalf("sequence 0 as the first batch at the marker's epoch: %v", err)
 	}
 	s.fence(9, 2, 0, -1) // a producer known only from its marker
-	if _, err := s.check(9, 2, 5, 1); !errors.Is(err, ErrOutOfOrderSequence) {
+	if _, err := s.check(9, 2, 5, 1, false); !errors.Is(err, ErrOutOfOrderSequence) {
 		t.Fatalf("sequence 5 from a producer known only from its marker: %v, want ErrOutOfOrderSequence", err)
 	}
 }
@@ -297,6 +297,46 @@ func TestAppendCheckOrder(t *testing.T) {
 			}
 			if (err != nil || tc.wantBase < leo) && p.LogEndOffset() != leo {
 				t.Fatalf("log end %d, want %d: the batch was appended", p.LogEndOffset(), leo)
+			}
+		})
+	}
+}
+
+// TestTransactionVersion2FirstSequence: a transactional batch of transaction
+// version 2 (AppendOpts.EpochBump) from a producer with no batch on the
+// partition must start at sequence 0 (Kafka's ProducerAppendInfo.checkSequence
+// with a verification that supports the epoch bump): its client starts every
+// transaction at sequence 0 of a new epoch, so another first sequence means
+// batches before it were lost. Older clients, and non-transactional batches,
+// start an unknown producer at any sequence. Strata started a version 2
+// producer at any sequence too.
+func TestTransactionVersion2FirstSequence(t *testing.T) {
+	const pid = 7
+	for _, tc := range []struct {
+		name          string
+		history       []int32 // sequences of transactional batches at epoch 0 appended before
+		seq           int32
+		transactional bool
+		epochBump     bool
+		wantErr       error
+	}{
+		{name: "unknown producer at 0", seq: 0, transactional: true, epochBump: true},
+		{name: "unknown producer past 0", seq: 3, transactional: true, epochBump: true, wantErr: ErrOutOfOrderSequence},
+		{name: "in its transaction", history: []int32{0}, seq: 1, transactional: true, epochBump: true},
+		{name: "transaction version 1", seq: 3, transactional: true},
+		{name: "non-transactional", seq: 3, epochBump: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newLeaderPartition(t, t.TempDir())
+			t.Cleanup(func() { p.close() })
+			for _, seq := range tc.history {
+				if _, err := p.AppendWith(txnBatch(t, pid, seq, 1, true), 1, AppendOpts{EpochBump: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := p.AppendWith(txnBatch(t, pid, tc.seq, 1, tc.transactional), 1, AppendOpts{EpochBump: tc.epochBump})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("append: %v, want %v", err, tc.wantErr)
 			}
 		})
 	}

@@ -541,6 +541,11 @@ type AppendOpts struct {
 	// (the Produce of a transactional producer of transaction version 1).
 	Verify bool
 	Guard  VerificationGuard
+	// EpochBump marks a produce of transaction version 2 (Produce v12+ with
+	// a transactional id): a transactional batch of a producer with no
+	// batch here must start at sequence 0, as Kafka's checkSequence
+	// requires of a verification that supports the epoch bump.
+	EpochBump bool
 	// Followed, asked just before the batch is written, tells whether
 	// another append is on its way right behind it (the producer's next
 	// request is read already): the log's fsync may then wait for that one
@@ -697,7 +702,7 @@ func (p *Partition) appendLocked(records []byte, first batch.Header, opts Append
 	var seqErr error
 	if first.Idempotent() {
 		var chk seqCheck
-		chk, seqErr = p.producers.check(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords)
+		chk, seqErr = p.producers.check(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords, opts.EpochBump && first.Transactional())
 		if chk.duplicate {
 			// Kafka's answer to a duplicate: the original offsets, and the
 			// original max timestamp as the log append time.

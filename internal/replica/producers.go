@@ -70,12 +70,18 @@ type seqCheck struct {
 }
 
 // check validates a batch of numRecords records from producer id pid with epoch and
-// first sequence firstSeq against the state, without changing it.
-func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords int32) (seqCheck, error) {
+// first sequence firstSeq against the state, without changing it. fromZero
+// marks a transactional batch of transaction version 2, which starts an
+// unknown producer at sequence 0 only.
+func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords int32, fromZero bool) (seqCheck, error) {
 	e, ok := s.entries[pid]
 	if !ok {
 		// Unknown producer (new, or its state was lost to retention): any sequence
-		// starts it, as Kafka does since KIP-360.
+		// starts it, as Kafka does since KIP-360, but a transaction of version 2
+		// (its epoch is new, so are its sequences).
+		if fromZero && firstSeq != 0 {
+			return seqCheck{}, ErrOutOfOrderSequence
+		}
 		return seqCheck{}, nil
 	}
 	if epoch < e.epoch {
