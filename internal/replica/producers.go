@@ -132,9 +132,13 @@ func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecord
 		e.batches = e.batches[:producerBatchesKept-1]
 	}
 	e.lastTimestamp = maxTimestamp
+	lastSeq := int32(-1) // a coordinator's batch has no sequence, nor a last one
+	if firstSeq >= 0 {
+		lastSeq = addSeq(firstSeq, numRecords-1)
+	}
 	e.batches = append(e.batches, batchMeta{
 		firstSeq:    firstSeq,
-		lastSeq:     addSeq(firstSeq, numRecords-1),
+		lastSeq:     lastSeq,
 		firstOffset: firstOffset,
 		lastOffset:  lastOffset,
 		timestamp:   maxTimestamp,

@@ -880,3 +880,28 @@ func TestCoordinatorAppendFencesOlderEpoch(t *testing.T) {
 		t.Fatalf("producers %+v, want producer %d at epoch 3", infos, pid)
 	}
 }
+
+// TestCoordinatorBatchHasNoLastSequence: a coordinator's batch carries no
+// sequence (-1), so its producer's last sequence stays -1 whatever its number
+// of records, as Kafka's RecordBatch.lastSequence answers for it
+// (DescribeProducers shows it). Strata counted from -1: a commit of three
+// offsets made the last sequence 1.
+func TestCoordinatorBatchHasNoLastSequence(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: 9, BaseSequence: -1, Transactional: true},
+		[]batch.Record{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("2")}, {Key: []byte("c"), Value: []byte("3")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsCoordinator(b); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := p.Producers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 || ps[0].LastSequence != -1 {
+		t.Fatalf("producers %+v, want producer 9 with last sequence -1", ps)
+	}
+}
