@@ -15,12 +15,6 @@ var (
 	// ErrInvalidProducerEpoch: the batch carries an epoch older than the producer's
 	// current one (a zombie). INVALID_PRODUCER_EPOCH.
 	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
-	// ErrMarkerWritten: a transaction marker of transaction version 2 refused
-	// with ErrInvalidProducerEpoch because it is here already: its epoch is
-	// the producer's, which has no transaction open here. Such a marker was
-	// the producer's last word on the partition, and it ended what the
-	// retried one would.
-	ErrMarkerWritten = errors.New("transaction marker written already")
 	// ErrCoordinatorFenced: a transaction marker carries an older coordinator
 	// epoch than the last marker written for its producer on the partition (a
 	// deposed transaction coordinator). TRANSACTION_COORDINATOR_FENCED.
