@@ -154,13 +154,14 @@ func (h *Handlers) produce(ctx context.Context, c *protocol.ConnInfo, r *protoco
 	if acks == -1 {
 		followed = r.Queued
 	}
+	tv2 := req.TransactionID != nil && req.Version >= 12 // transaction version 2: see AppendOpts.EpochBump
 	waits := 0
 	for i := range targets {
 		t := &targets[i]
 		sp, err := t.sp, t.err
 		if err == nil {
 			var res replica.AppendResult
-			res, err = t.p.AppendWith(t.records, acks, replica.AppendOpts{Verify: t.verified, Guard: t.guard, Followed: followed})
+			res, err = t.p.AppendWith(t.records, acks, replica.AppendOpts{Verify: t.verified, Guard: t.guard, EpochBump: tv2, Followed: followed})
 			if err == nil {
 				h.cfg.Observer.Produced(t.topic, t.p.Index, int64(len(t.records)), res.LastOffset-res.BaseOffset+1)
 				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset

@@ -115,10 +115,11 @@ func (h *Handlers) writeTxnMarkers(_ context.Context, _ *protocol.ConnInfo, r *p
 			} else {
 				err = w.p.WaitCommitted(ctx, w.appended, time.Until(deadline))
 			}
-			if err == nil && w.p.Topic == group.OffsetsTopic && (w.refused == nil || errors.Is(w.refused, replica.ErrMarkerWritten)) {
+			if err == nil && w.p.Topic == group.OffsetsTopic && w.refused == nil {
 				// The transaction's offset commits on this partition take
-				// effect: at its marker, or at this retry of it, when the wait
-				// of the first one failed and so did not apply them.
+				// effect: at its marker, or at a retry of it (written again),
+				// when the wait of the first one failed and so did not apply
+				// them.
 				h.groups.CompleteTxnOffsets(w.p.Index, w.marker.ProducerID, w.marker.Commit)
 			}
 			if err == nil && w.refused != nil {

@@ -321,3 +321,24 @@ func TestProduceNextTxnBehindMarker(t *testing.T) {
 		t.Fatalf("the next transaction's batch at %d (open at epoch 1: %v), want it after the marker at %d", base, part.InTxnAt(7, 1), mres.LastOffset)
 	}
 }
+
+// TestProduceTransactionVersion2FirstSequence: a Produce v12's transactional
+// batch from a producer with no batch on the partition must start at sequence
+// 0 (OUT_OF_ORDER_SEQUENCE_NUMBER, as Kafka's partition leader answers a
+// transaction of version 2), while v11 starts an unknown producer at any
+// sequence.
+func TestProduceTransactionVersion2FirstSequence(t *testing.T) {
+	h, _ := newTxnVerifyHandlers(t, &remoteTxnCoordinator{}, nil)
+	for _, tc := range []struct {
+		version int16
+		pid     int64
+		want    string
+	}{
+		{12, 7, kerr.OutOfOrderSequenceNumber.Error()},
+		{11, 8, "<nil>"},
+	} {
+		if got := produceCodes(serve(t, h, txnProduce(tc.version, tc.pid, 0, map[int32]int32{0: 3}))); !slices.Equal(got, []string{"v/0=" + tc.want}) {
+			t.Errorf("v%d, first batch at sequence 3: %v, want %s", tc.version, got, tc.want)
+		}
+	}
+}

@@ -149,14 +149,14 @@ func TestSequenceAfterMarkerStartsAtZero(t *testing.T) {
 	s := newProducerState()
 	s.record(7, 3, 0, 5, 0, 4, -1)
 	s.fence(7, 4, 0, -1) // the end of the transaction bumps the epoch to 4
-	if _, err := s.check(7, 4, 1, 1); !errors.Is(err, ErrOutOfOrderSequence) {
+	if _, err := s.check(7, 4, 1, 1, false); !errors.Is(err, ErrOutOfOrderSequence) {
 		t.Fatalf("sequence 1 as the first batch at the marker's epoch: %v, want ErrOutOfOrderSequence", err)
 	}
-	if _, err := s.check(7, 4, 0, 1); err != nil {
+	if _, err := s.check(7, 4, 0, 1, false); err != nil {
 		t.Fatalf("sequence 0 as the first batch at the marker's epoch: %v", err)
 	}
 	s.fence(9, 2, 0, -1) // a producer known only from its marker
-	if _, err := s.check(9, 2, 5, 1); !errors.Is(err, ErrOutOfOrderSequence) {
+	if _, err := s.check(9, 2, 5, 1, false); !errors.Is(err, ErrOutOfOrderSequence) {
 		t.Fatalf("sequence 5 from a producer known only from its marker: %v, want ErrOutOfOrderSequence", err)
 	}
 }
@@ -225,5 +225,119 @@ func TestExpiredProducersDroppedOnSnapshotLoad(t *testing.T) {
 	}
 	if _, err := p.Append(at(7, 1, 5, now, false), 1); err != nil {
 		t.Fatalf("an expired producer's batch at an older epoch after the restart: %v, want it taken as a new producer's", err)
+	}
+}
+
+// TestAppendCheckOrder: a produced batch that breaks more than one rule gets
+// the error of the rule Kafka checks first (UnifiedLog's
+// analyzeAndValidateProducerState, then ProducerAppendInfo): a retry of a
+// cached batch is answered with its original offsets before anything else; a
+// transactional batch that would open a transaction is refused for an epoch
+// older than the producer's, then for a missing verification; then the epoch
+// and the sequence of any batch; a non-transactional batch inside the
+// producer's transaction only then. Strata refused a non-transactional batch
+// inside a transaction with INVALID_TXN_STATE whatever its epoch and sequence,
+// and checked the verification before the duplicate and the epoch.
+func TestAppendCheckOrder(t *testing.T) {
+	const pid = 7
+	type step struct {
+		epoch, seq    int
+		transactional bool
+		marker        bool // a transaction marker at epoch (transaction version 0) instead of a batch
+	}
+	build := func(t *testing.T, s step) []byte {
+		t.Helper()
+		b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: pid, ProducerEpoch: int16(s.epoch), BaseSequence: int32(s.seq), Transactional: s.transactional},
+			[]batch.Record{{Value: []byte("x")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name     string
+		history  []step // appended verified (a transactional batch's guard started first)
+		next     step
+		verify   bool // next is appended with AppendOpts.Verify and no guard
+		wantErr  error
+		wantBase int64 // when wantErr is nil: the answer's base offset
+	}{
+		{name: "non-transactional at an older epoch in a transaction", history: []step{{epoch: 2, transactional: true}},
+			next: step{epoch: 1, seq: 1}, wantErr: ErrInvalidProducerEpoch},
+		{name: "non-transactional with a gap in a transaction", history: []step{{transactional: true}},
+			next: step{seq: 5}, wantErr: ErrOutOfOrderSequence},
+		{name: "non-transactional in sequence in a transaction", history: []step{{transactional: true}},
+			next: step{seq: 1}, wantErr: ErrInvalidTxnState},
+		{name: "retry of an ended transaction's batch", history: []step{{transactional: true}, {marker: true}},
+			next: step{transactional: true}, verify: true, wantBase: 0},
+		{name: "unverified at an older epoch", history: []step{{epoch: 2, transactional: true}, {epoch: 2, marker: true}},
+			next: step{epoch: 1, transactional: true}, verify: true, wantErr: ErrInvalidProducerEpoch},
+		{name: "unverified with a gap", history: []step{{transactional: true}, {marker: true}},
+			next: step{seq: 5, transactional: true}, verify: true, wantErr: ErrInvalidTxnState},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newLeaderPartition(t, t.TempDir())
+			t.Cleanup(func() { p.close() })
+			for _, s := range tc.history {
+				if s.marker {
+					if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, ProducerEpoch: int16(s.epoch)}, 0); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				mustAppendVerified(t, p, build(t, s), p.StartTxnVerification(pid, int16(s.epoch)))
+			}
+			leo := p.LogEndOffset()
+			res, err := p.AppendWith(build(t, tc.next), 1, AppendOpts{Verify: tc.verify})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("append: %v, want %v", err, tc.wantErr)
+			}
+			if err == nil && res.BaseOffset != tc.wantBase {
+				t.Fatalf("answered base offset %d, want %d", res.BaseOffset, tc.wantBase)
+			}
+			if (err != nil || tc.wantBase < leo) && p.LogEndOffset() != leo {
+				t.Fatalf("log end %d, want %d: the batch was appended", p.LogEndOffset(), leo)
+			}
+		})
+	}
+}
+
+// TestTransactionVersion2FirstSequence: a transactional batch of transaction
+// version 2 (AppendOpts.EpochBump) from a producer with no batch on the
+// partition must start at sequence 0 (Kafka's ProducerAppendInfo.checkSequence
+// with a verification that supports the epoch bump): its client starts every
+// transaction at sequence 0 of a new epoch, so another first sequence means
+// batches before it were lost. Older clients, and non-transactional batches,
+// start an unknown producer at any sequence. Strata started a version 2
+// producer at any sequence too.
+func TestTransactionVersion2FirstSequence(t *testing.T) {
+	const pid = 7
+	for _, tc := range []struct {
+		name          string
+		history       []int32 // sequences of transactional batches at epoch 0 appended before
+		seq           int32
+		transactional bool
+		epochBump     bool
+		wantErr       error
+	}{
+		{name: "unknown producer at 0", seq: 0, transactional: true, epochBump: true},
+		{name: "unknown producer past 0", seq: 3, transactional: true, epochBump: true, wantErr: ErrOutOfOrderSequence},
+		{name: "in its transaction", history: []int32{0}, seq: 1, transactional: true, epochBump: true},
+		{name: "transaction version 1", seq: 3, transactional: true},
+		{name: "non-transactional", seq: 3, epochBump: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newLeaderPartition(t, t.TempDir())
+			t.Cleanup(func() { p.close() })
+			for _, seq := range tc.history {
+				if _, err := p.AppendWith(txnBatch(t, pid, seq, 1, true), 1, AppendOpts{EpochBump: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := p.AppendWith(txnBatch(t, pid, tc.seq, 1, tc.transactional), 1, AppendOpts{EpochBump: tc.epochBump})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("append: %v, want %v", err, tc.wantErr)
+			}
+		})
 	}
 }

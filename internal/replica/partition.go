@@ -541,6 +541,11 @@ type AppendOpts struct {
 	// (the Produce of a transactional producer of transaction version 1).
 	Verify bool
 	Guard  VerificationGuard
+	// EpochBump marks a produce of transaction version 2 (Produce v12+ with
+	// a transactional id): a transactional batch of a producer with no
+	// batch here must start at sequence 0, as Kafka's checkSequence
+	// requires of a verification that supports the epoch bump.
+	EpochBump bool
 	// Followed, asked just before the batch is written, tells whether
 	// another append is on its way right behind it (the producer's next
 	// request is read already): the log's fsync may then wait for that one
@@ -691,22 +696,13 @@ func (p *Partition) appendLocked(records []byte, first batch.Header, opts Append
 	if !p.IsLeader() {
 		return AppendResult{}, ErrNotLeader
 	}
-	if opts.Verify {
-		if err := p.checkVerificationLocked(first, opts.Guard); err != nil {
-			return AppendResult{}, err
-		}
-	}
-	if first.Idempotent() && !first.Transactional() && p.inTxn(first.ProducerID) {
-		return AppendResult{}, fmt.Errorf("%w: producer %d wrote a non-transactional batch inside its transaction", ErrInvalidTxnState, first.ProducerID)
-	}
-	if p.markerPendingLocked(first) {
-		return AppendResult{}, fmt.Errorf("%w: producer %d at epoch %d", ErrTxnMarkerPending, first.ProducerID, first.ProducerEpoch)
-	}
+	// Kafka's order: a duplicate is answered first; then an older epoch,
+	// the verification, the sequence, and a non-transactional batch inside
+	// the producer's transaction.
+	var seqErr error
 	if first.Idempotent() {
-		chk, err := p.producers.check(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords)
-		if err != nil {
-			return AppendResult{}, err
-		}
+		var chk seqCheck
+		chk, seqErr = p.producers.check(first.ProducerID, first.ProducerEpoch, first.BaseSequence, first.NumRecords, opts.EpochBump && first.Transactional())
 		if chk.duplicate {
 			// Kafka's answer to a duplicate: the original offsets, and the
 			// original max timestamp as the log append time.
@@ -715,6 +711,20 @@ func (p *Partition) appendLocked(records []byte, first batch.Header, opts Append
 				LogAppendTime: chk.original.timestamp, LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: p.leaderEpoch.Load(),
 			}, nil
 		}
+	}
+	if opts.Verify && !errors.Is(seqErr, ErrInvalidProducerEpoch) {
+		if err := p.checkVerificationLocked(first, opts.Guard); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	if seqErr != nil {
+		return AppendResult{}, seqErr
+	}
+	if first.Idempotent() && !first.Transactional() && p.inTxn(first.ProducerID) {
+		return AppendResult{}, fmt.Errorf("%w: producer %d wrote a non-transactional batch inside its transaction", ErrInvalidTxnState, first.ProducerID)
+	}
+	if p.markerPendingLocked(first) {
+		return AppendResult{}, fmt.Errorf("%w: producer %d at epoch %d", ErrTxnMarkerPending, first.ProducerID, first.ProducerEpoch)
 	}
 	// Append validated records (CRCs included); the log checks them again
 	// without the CRCs.

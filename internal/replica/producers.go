@@ -15,12 +15,6 @@ var (
 	// ErrInvalidProducerEpoch: the batch carries an epoch older than the producer's
 	// current one (a zombie). INVALID_PRODUCER_EPOCH.
 	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
-	// ErrMarkerWritten: a transaction marker of transaction version 2 refused
-	// with ErrInvalidProducerEpoch because it is here already: its epoch is
-	// the producer's, which has no transaction open here. Such a marker was
-	// the producer's last word on the partition, and it ended what the
-	// retried one would.
-	ErrMarkerWritten = errors.New("transaction marker written already")
 	// ErrCoordinatorFenced: a transaction marker carries an older coordinator
 	// epoch than the last marker written for its producer on the partition (a
 	// deposed transaction coordinator). TRANSACTION_COORDINATOR_FENCED.
@@ -70,12 +64,18 @@ type seqCheck struct {
 }
 
 // check validates a batch of numRecords records from producer id pid with epoch and
-// first sequence firstSeq against the state, without changing it.
-func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords int32) (seqCheck, error) {
+// first sequence firstSeq against the state, without changing it. fromZero
+// marks a transactional batch of transaction version 2, which starts an
+// unknown producer at sequence 0 only.
+func (s *producerState) check(pid int64, epoch int16, firstSeq int32, numRecords int32, fromZero bool) (seqCheck, error) {
 	e, ok := s.entries[pid]
 	if !ok {
 		// Unknown producer (new, or its state was lost to retention): any sequence
-		// starts it, as Kafka does since KIP-360.
+		// starts it, as Kafka does since KIP-360, but a transaction of version 2
+		// (its epoch is new, so are its sequences).
+		if fromZero && firstSeq != 0 {
+			return seqCheck{}, ErrOutOfOrderSequence
+		}
 		return seqCheck{}, nil
 	}
 	if epoch < e.epoch {
@@ -126,9 +126,13 @@ func (s *producerState) record(pid int64, epoch int16, firstSeq int32, numRecord
 		e.batches = e.batches[:producerBatchesKept-1]
 	}
 	e.lastTimestamp = maxTimestamp
+	lastSeq := int32(-1) // a coordinator's batch has no sequence, nor a last one
+	if firstSeq >= 0 {
+		lastSeq = addSeq(firstSeq, numRecords-1)
+	}
 	e.batches = append(e.batches, batchMeta{
 		firstSeq:    firstSeq,
-		lastSeq:     addSeq(firstSeq, numRecords-1),
+		lastSeq:     lastSeq,
 		firstOffset: firstOffset,
 		lastOffset:  lastOffset,
 		timestamp:   maxTimestamp,

@@ -39,7 +39,7 @@ func TestProducerStateCheck(t *testing.T) {
 				s.record(7, b.epoch, b.firstSeq, b.n, off, off+int64(b.n)-1, -1)
 				off += int64(b.n)
 			}
-			got, err := s.check(7, tt.next.epoch, tt.next.firstSeq, tt.next.n)
+			got, err := s.check(7, tt.next.epoch, tt.next.firstSeq, tt.next.n, false)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -55,10 +55,10 @@ func TestProducerStateKeepsFiveBatches(t *testing.T) {
 	for i := int32(0); i < 7; i++ {
 		s.record(1, 0, i, 1, int64(i), int64(i), -1)
 	}
-	if r, _ := s.check(1, 0, 1, 1); r.duplicate {
+	if r, _ := s.check(1, 0, 1, 1, false); r.duplicate {
 		t.Fatal("batch 1 should have been forgotten (only the last 5 are kept)")
 	}
-	if r, _ := s.check(1, 0, 2, 1); !r.duplicate || r.original.firstOffset != 2 {
+	if r, _ := s.check(1, 0, 2, 1, false); !r.duplicate || r.original.firstOffset != 2 {
 		t.Fatalf("batch 2 should still be a duplicate at offset 2, got %+v", r)
 	}
 }
@@ -71,19 +71,19 @@ func TestProducerStateMarkerFences(t *testing.T) {
 	s := newProducerState()
 	s.record(7, 3, 0, 5, 0, 4, -1)
 	s.fence(7, 4, 0, -1)
-	if _, err := s.check(7, 3, 5, 1); !errors.Is(err, ErrInvalidProducerEpoch) {
+	if _, err := s.check(7, 3, 5, 1, false); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("late batch of the ended transaction: %v", err)
 	}
-	if _, err := s.check(7, 4, 0, 1); err != nil {
+	if _, err := s.check(7, 4, 0, 1, false); err != nil {
 		t.Fatalf("first batch of the next transaction: %v", err)
 	}
 	s.record(7, 4, 0, 1, 6, 6, -1)
 	s.fence(7, 2, 0, -1)
-	if _, err := s.check(7, 4, 1, 1); err != nil {
+	if _, err := s.check(7, 4, 1, 1, false); err != nil {
 		t.Fatalf("an older marker fenced the producer: %v", err)
 	}
 	s.fence(9, 1, 0, -1) // a producer known only from its marker
-	if _, err := s.check(9, 0, 0, 1); !errors.Is(err, ErrInvalidProducerEpoch) {
+	if _, err := s.check(9, 0, 0, 1, false); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("batch older than the marker of an unseen producer: %v", err)
 	}
 }

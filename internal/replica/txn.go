@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -231,28 +232,24 @@ func (s *txnState) lastStable(hwm int64) int64 {
 // (WriteTxnMarkers v2, KIP-1228; 0 from older requests). A marker from an epoch
 // older than the producer's latest on this partition is refused with
 // ErrInvalidProducerEpoch (a zombie's transaction), and so is a marker of
-// transaction version 2 or above whose epoch is not above it: such a
-// coordinator bumps the epoch before it writes the markers, so a marker at the
-// producer's current epoch is a late or repeated one, and would end the
-// producer's next transaction, opened at that epoch. Then one from an older
-// coordinator epoch than the producer's last marker here is refused with
-// ErrCoordinatorFenced (a deposed coordinator), as Kafka checks them. A
-// refused marker that is the producer's last one here answers ErrMarkerWritten
-// too. Writing a
-// marker for a producer with no open transaction here is allowed and changes
-// nothing but the log, as in Kafka. The caller waits for the high-water mark
-// to pass LastOffset before answering.
+// transaction version 2 or above at the producer's epoch while a transaction
+// is open here: such a coordinator bumps the epoch before it writes the
+// markers, so that transaction is the producer's next one, and the marker a
+// late or repeated one of the previous. Without an open transaction such a
+// marker is a repeat and is written again, and so is one at epoch 32767 (no
+// end bumps it), as Kafka 4.4's checkProducerEpoch lets them. Then one from an
+// older coordinator epoch than the producer's last marker here is refused with
+// ErrCoordinatorFenced (a deposed coordinator). Writing a marker for a
+// producer with no open transaction here is allowed and changes nothing but
+// the log, as in Kafka. The caller waits for the high-water mark to pass
+// LastOffset before answering.
 func (p *Partition) WriteTxnMarker(m batch.Marker, tv int8) (AppendResult, error) {
 	return p.appendTrusted(batch.BuildControl(m), storage.AppendHints{FlushWithin: p.markerFlushWithin}, func() error {
 		e, ok := p.producers.entries[m.ProducerID]
 		switch {
 		case !ok:
-		case m.ProducerEpoch < e.epoch, tv >= 2 && m.ProducerEpoch == e.epoch:
-			err := fmt.Errorf("%w: marker epoch %d (transaction version %d), producer %d is at %d", ErrInvalidProducerEpoch, m.ProducerEpoch, tv, m.ProducerID, e.epoch)
-			if m.ProducerEpoch == e.epoch && m.CoordinatorEpoch >= e.coordinatorEpoch && !p.inTxn(m.ProducerID) {
-				err = fmt.Errorf("%w (%w)", err, ErrMarkerWritten)
-			}
-			return err
+		case m.ProducerEpoch < e.epoch, tv >= 2 && m.ProducerEpoch == e.epoch && m.ProducerEpoch != math.MaxInt16 && p.inTxn(m.ProducerID):
+			return fmt.Errorf("%w: marker epoch %d (transaction version %d), producer %d is at %d", ErrInvalidProducerEpoch, m.ProducerEpoch, tv, m.ProducerID, e.epoch)
 		case m.CoordinatorEpoch < e.coordinatorEpoch:
 			return fmt.Errorf("%w: marker from coordinator epoch %d, producer %d's last marker is from %d", ErrCoordinatorFenced, m.CoordinatorEpoch, m.ProducerID, e.coordinatorEpoch)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -878,5 +879,93 @@ func TestCoordinatorAppendFencesOlderEpoch(t *testing.T) {
 	}
 	if len(infos) != 1 || infos[0].ProducerEpoch != 3 {
 		t.Fatalf("producers %+v, want producer %d at epoch 3", infos, pid)
+	}
+}
+
+// TestCoordinatorBatchHasNoLastSequence: a coordinator's batch carries no
+// sequence (-1), so its producer's last sequence stays -1 whatever its number
+// of records, as Kafka's RecordBatch.lastSequence answers for it
+// (DescribeProducers shows it). Strata counted from -1: a commit of three
+// offsets made the last sequence 1.
+func TestCoordinatorBatchHasNoLastSequence(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: 9, BaseSequence: -1, Transactional: true},
+		[]batch.Record{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("2")}, {Key: []byte("c"), Value: []byte("3")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsCoordinator(b); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := p.Producers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 || ps[0].LastSequence != -1 {
+		t.Fatalf("producers %+v, want producer 9 with last sequence -1", ps)
+	}
+}
+
+// TestRepeatedMarkerTransactionVersion2: a marker of transaction version 2 at
+// the producer's epoch on the partition is a repeat of the one that moved the
+// producer there; Kafka 4.4 (ProducerAppendInfo.checkProducerEpoch) writes it
+// again and answers it when the producer has no transaction open here (or is
+// at the last epoch, 32767, which no end can bump), and refuses it only when
+// a transaction is open at that epoch (the next one). The coordinator epoch
+// is checked after. Strata refused every repeat with INVALID_PRODUCER_EPOCH.
+func TestRepeatedMarkerTransactionVersion2(t *testing.T) {
+	const pid = 9
+	type step struct {
+		marker           bool // else a transactional batch at epoch, sequence 0
+		epoch            int16
+		coordinatorEpoch int32
+	}
+	for _, tc := range []struct {
+		name        string
+		history     []step
+		next        step // a marker of transaction version 2
+		wantErr     error
+		wantOpenTxn bool
+	}{
+		{name: "repeat after the end", history: []step{{epoch: 2}, {marker: true, epoch: 3}}, next: step{epoch: 3}},
+		{name: "repeat from an older coordinator", history: []step{{epoch: 2}, {marker: true, epoch: 3, coordinatorEpoch: 5}},
+			next: step{epoch: 3, coordinatorEpoch: 4}, wantErr: ErrCoordinatorFenced},
+		{name: "repeat with the next transaction open", history: []step{{epoch: 2}, {marker: true, epoch: 3}, {epoch: 3}},
+			next: step{epoch: 3}, wantErr: ErrInvalidProducerEpoch, wantOpenTxn: true},
+		{name: "last epoch with its transaction open", history: []step{{epoch: math.MaxInt16}}, next: step{epoch: math.MaxInt16}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newLeaderPartition(t, t.TempDir())
+			t.Cleanup(func() { p.close() })
+			for _, s := range tc.history {
+				if s.marker {
+					if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, ProducerEpoch: s.epoch, CoordinatorEpoch: s.coordinatorEpoch, Commit: true}, 2); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: pid, ProducerEpoch: s.epoch, Transactional: true}, []batch.Record{{Value: []byte("x")}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mustAppend(t, p, b)
+			}
+			leo := p.LogEndOffset()
+			_, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, ProducerEpoch: tc.next.epoch, CoordinatorEpoch: tc.next.coordinatorEpoch, Commit: true}, 2)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("marker: %v, want %v", err, tc.wantErr)
+			}
+			if got := p.inTxn(pid); got != tc.wantOpenTxn {
+				t.Fatalf("transaction open %v, want %v", got, tc.wantOpenTxn)
+			}
+			want := leo + 1 // the marker written again
+			if tc.wantErr != nil {
+				want = leo
+			}
+			if p.LogEndOffset() != want {
+				t.Fatalf("log end %d, want %d", p.LogEndOffset(), want)
+			}
+		})
 	}
 }

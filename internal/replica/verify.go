@@ -18,7 +18,8 @@ import (
 //  1. StartTxnVerification returns a guard for the producer id and epoch, or
 //     none when the producer's transaction at that epoch is already open here
 //     (no check needed). A second call for the same id and epoch while the
-//     first is outstanding returns the same guard (the cached verification).
+//     first is outstanding returns the same guard (the cached verification);
+//     one for an older epoch (a zombie's) leaves it in place.
 //  2. The caller asks the coordinator (AddPartitionsToTxn VerifyOnly).
 //  3. AppendWith (AppendOpts.Verify) appends the batch with the guard. A
 //     transactional batch that would open a transaction is refused with
@@ -56,8 +57,15 @@ func (p *Partition) StartTxnVerification(pid int64, epoch int16) VerificationGua
 	if p.inTxnAtLocked(pid, epoch) {
 		return 0
 	}
-	if v, ok := p.verifications[pid]; ok && v.epoch == epoch {
-		return v.guard
+	if v, ok := p.verifications[pid]; ok && v.epoch >= epoch {
+		if v.epoch == epoch {
+			return v.guard
+		}
+		// A zombie's (an older epoch): the outstanding verification stays,
+		// as Kafka keeps it, and the guard returned, held nowhere, lets no
+		// batch in.
+		p.lastGuard++
+		return p.lastGuard
 	}
 	p.lastGuard++
 	if p.verifications == nil {

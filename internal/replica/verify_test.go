@@ -76,6 +76,29 @@ func TestTxnVerificationGuard(t *testing.T) {
 	}
 }
 
+// TestTxnVerificationOlderEpochKeepsNewer: a verification started for an
+// older epoch than the producer's outstanding one (a zombie's batch) leaves
+// that one in place, and so does the zombie's refusal by the coordinator: the
+// current producer's verified batch is appended. Kafka keeps one verification
+// entry per producer (ProducerStateManager.maybeCreateVerificationStateEntry),
+// which an older epoch does not replace. Strata replaced it, and the
+// producer's batch was refused with INVALID_TXN_STATE.
+func TestTxnVerificationOlderEpochKeepsNewer(t *testing.T) {
+	p := newLeaderPartition(t, t.TempDir())
+	t.Cleanup(func() { p.close() })
+	const pid = 7
+	g := p.StartTxnVerification(pid, 5)
+	zombie := p.StartTxnVerification(pid, 4)
+	p.CancelTxnVerification(pid, zombie) // the coordinator refused the zombie
+	b, err := batch.Build(batch.BuildOptions{Idempotent: true, ProducerID: pid, ProducerEpoch: 5, Transactional: true}, []batch.Record{{Value: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendWith(b, 1, AppendOpts{Verify: true, Guard: g}); err != nil {
+		t.Fatalf("the current producer's verified batch: %v", err)
+	}
+}
+
 // TestTxnVerificationAcrossLeaderEpochs: a verification outlives a new
 // leader epoch at which this broker leads on (a reassignment that removes a
 // follower moves the epoch): every marker went through this broker, so the

@@ -52,7 +52,7 @@ type Markers struct {
 	Commit           bool
 	// TransactionVersion is 2 when the coordinator bumped the epoch for the
 	// markers (KIP-1228: partitions then refuse one not above the producer's
-	// epoch), else 1; see Meta.markerVersion.
+	// epoch while a transaction is open there), else 1; see Meta.markerVersion.
 	TransactionVersion int8
 	Partitions         []TopicPartition
 }
@@ -725,8 +725,9 @@ func (c *Coordinator) markersWritten(pt *partition, id string, err error) bool {
 // resendOwed writes the markers loaded state e.meta names as owed, before the
 // id is served (e is held): the previous coordinator may have lost them after
 // it wrote the next transaction's state. A partition where a marker was
-// written already refuses it again (its epoch is not above the producer's
-// there, KIP-1228), which counts as written. Then a Prepare state is
+// written already writes it again (a control batch that ends nothing), or
+// refuses it when the next transaction is open there at its epoch (KIP-1228),
+// which counts as written. Then a Prepare state is
 // completed, any other state released. c.mu must be held.
 func (c *Coordinator) resendOwed(p int32, pt *partition, id string, e *entry) {
 	owed := e.meta.Owed
