@@ -112,16 +112,20 @@ func TestEndTxnV2(t *testing.T) {
 	// The next transaction ends with EndTxn v4 (a client of transaction
 	// version 1 took the id over): TV2 is cleared, so its markers go as
 	// version 1 at the batches' epoch, and an epoch-1 end is a zombie's.
-	next := addPartitions(&done, 7, 3, []TopicPartition{tp("b", 0)}, 12).next
-	v4 := endTxn(&next, 7, 3, true, 13).next
-	if v4.TV2 || v4.ProducerEpoch != 3 || v4.markerVersion() != 1 {
+	init, err := initProducer(&done, newPID, 1000, -1, -1, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := addPartitions(&init.next, 7, 4, []TopicPartition{tp("b", 0)}, 12).next
+	v4 := endTxn(&next, 7, 4, true, 13).next
+	if v4.TV2 || v4.ProducerEpoch != 4 || v4.markerVersion() != 1 {
 		t.Fatalf("EndTxn v4 after a v5 end: %+v, marker version %d", v4, v4.markerVersion())
 	}
 	v1 := complete(v4, 14)
 	if _, back, err := decodeRecord(encodeRecord("tx", v1)); err != nil || v1.TV2 || back.TV2 {
 		t.Fatalf("completed after a v4 end: %+v, record %+v %v", v1, back, err)
 	}
-	if got := end(&v1, 7, 2, true); got.code != kerr.ProducerFenced.Code {
+	if got := end(&v1, 7, 3, true); got.code != kerr.ProducerFenced.Code {
 		t.Fatalf("epoch-1 end after a v4 end: %+v", got)
 	}
 
@@ -412,13 +416,14 @@ func TestMarkerVersion(t *testing.T) {
 	}
 }
 
-// TestFencedEndIsNotARetry: once the transaction timeout or a new
-// incarnation's InitProducerId fenced a transaction-version-2 producer (one
-// epoch up, abort), the fenced producer's EndTxn v5 abort at its old epoch is
-// PRODUCER_FENCED. It used to be taken as the retry of an end that bumped to
-// the fence's epoch, answered with that epoch, and the zombie could go on
-// with a transaction at it. A state loaded from a record that did not keep
-// the epoch its end began at still takes the epoch before its own as a retry.
+// TestFencedEndIsNotARetry: once a new incarnation's InitProducerId fenced a
+// transaction-version-2 producer (one epoch up, abort), the fenced producer's
+// EndTxn v5 abort at its old epoch is PRODUCER_FENCED. It used to be taken as
+// the retry of an end that bumped to the fence's epoch, answered with that
+// epoch, and the zombie could go on with a transaction at it. (The timeout's
+// abort is taken as such a retry: TestTimedOutProducerAbortsAndGoesOn.) A
+// state loaded from a record that did not keep the epoch its end began at
+// still takes the epoch before its own as a retry.
 func TestFencedEndIsNotARetry(t *testing.T) {
 	ongoing := Meta{ProducerID: 7, ProducerEpoch: 4, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, TV2: true, LastProducerEpoch: 3}
 	byInit, err := initProducer(&ongoing, func() (int64, error) { return 99, nil }, 1000, -1, -1, 20)
@@ -429,7 +434,6 @@ func TestFencedEndIsNotARetry(t *testing.T) {
 		name   string
 		fenced Meta
 	}{
-		{"timeout", expire(ongoing, 20)},
 		{"InitProducerId", byInit.next},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -447,5 +451,36 @@ func TestFencedEndIsNotARetry(t *testing.T) {
 				t.Fatalf("an abort at epoch 4 on a state loaded without its last epoch: %+v, %v, want the retry's answer", tr, err)
 			}
 		})
+	}
+}
+
+// TestTimedOutProducerAbortsAndGoesOn: the transaction timeout's abort of a
+// transaction-version-2 producer bumps its epoch once and keeps the epoch
+// before (Kafka 4.4's endTransaction for a fence: prepareAbortOrCommit from
+// the unbumped epoch), so the producer's own EndTxn v5 abort at its old epoch
+// is taken as the retry of that abort: CONCURRENT_TRANSACTIONS while its
+// markers are written, then answered with the new epoch, and the producer goes
+// on instead of being fenced. Its KIP-360 InitProducerId at the old epoch is
+// answered with the new one too. Also for a producer whose first transaction
+// timed out (no EndTxn v5 yet).
+func TestTimedOutProducerAbortsAndGoesOn(t *testing.T) {
+	for _, tv2 := range []bool{true, false} {
+		ongoing := Meta{ProducerID: 7, ProducerEpoch: 4, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, TV2: tv2, LastProducerEpoch: -1}
+		prep := expire(ongoing, 2000)
+		if tr, err := endTxnV2(&prep, 7, 4, false, nil, 2001); err != nil || tr.code != kerr.ConcurrentTransactions.Code || tr.write {
+			t.Fatalf("TV2 %v: abort at the old epoch while the timeout's markers are written: %+v %v, want CONCURRENT_TRANSACTIONS", tv2, tr, err)
+		}
+		done := complete(prep, 2002)
+		tr, err := endTxnV2(&done, 7, 4, false, nil, 2003)
+		if err != nil || tr.code != 0 || tr.write {
+			t.Fatalf("TV2 %v: abort at the old epoch after the timeout: %+v %v, want the retry's answer", tv2, tr, err)
+		}
+		if pid, epoch := done.Answered(); pid != 7 || epoch != 5 {
+			t.Fatalf("TV2 %v: answered %d/%d, want 7/5", tv2, pid, epoch)
+		}
+		tr, err = initProducer(&done, nil, 1000, 7, 4, 2003)
+		if err != nil || tr.code != 0 || tr.write {
+			t.Fatalf("TV2 %v: KIP-360 InitProducerId at the old epoch after the timeout: %+v %v, want the retry's answer", tv2, tr, err)
+		}
 	}
 }
