@@ -333,7 +333,8 @@ func endTxn(m *Meta, pid int64, epoch int16, commit bool, nowMs int64) transitio
 // its partitions by the markers' newer epoch instead of joining the next one. An
 // abort without a transaction is allowed (it only bumps the epoch). A retry
 // carries the epoch before the bump: it succeeds once the transaction completed
-// the same way (CONCURRENT_TRANSACTIONS while it completes).
+// the same way (CONCURRENT_TRANSACTIONS while it completes); asking for the
+// other outcome it is INVALID_TXN_STATE, as Kafka answers it.
 func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64, error), nowMs int64) (transition, error) {
 	if m != nil && (m.TV2 || m.LastProducerEpoch >= 0) && isEndRetry(m, pid, epoch) {
 		state := m.State
@@ -345,6 +346,8 @@ func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64
 			return transition{}, nil
 		case state == PrepareCommit && commit, state == PrepareAbort && !commit:
 			return refuse(kerr.ConcurrentTransactions), nil
+		case state != Ongoing && state != Empty:
+			return refuse(kerr.InvalidTxnState), nil // the retry of the other outcome
 		}
 	}
 	if e := checkProducer(m, pid, epoch); e != nil {

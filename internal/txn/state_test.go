@@ -93,7 +93,7 @@ func TestEndTxnV2(t *testing.T) {
 		write  bool
 	}{
 		{"retried commit", 2, true, nil, false},
-		{"retried end the other way", 2, false, kerr.ProducerFenced, false},
+		{"retried end the other way", 2, false, kerr.InvalidTxnState, false},
 		{"older epoch", 1, true, kerr.ProducerFenced, false},
 		{"commit without a transaction", 3, true, kerr.InvalidTxnState, false},
 		{"abort without a transaction", 3, false, nil, true},
@@ -481,6 +481,29 @@ func TestTimedOutProducerAbortsAndGoesOn(t *testing.T) {
 		tr, err = initProducer(&done, nil, 1000, 7, 4, 2003)
 		if err != nil || tr.code != 0 || tr.write {
 			t.Fatalf("TV2 %v: KIP-360 InitProducerId at the old epoch after the timeout: %+v %v, want the retry's answer", tv2, tr, err)
+		}
+	}
+}
+
+// TestEndTxnV2RetryOtherWay: an EndTxn v5 at the epoch before an end's bump
+// (a retry's epoch) that asks for the other outcome is INVALID_TXN_STATE, as
+// Kafka 4.4's endTransaction answers a retry that does not match the state,
+// not PRODUCER_FENCED: while the end's markers are written, once it is
+// complete, and on a resumed state.
+func TestEndTxnV2RetryOtherWay(t *testing.T) {
+	ongoing := Meta{ProducerID: 7, ProducerEpoch: 2, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, LastProducerEpoch: -1}
+	for _, commit := range []bool{true, false} {
+		tr, err := endTxnV2(&ongoing, 7, 2, commit, nil, 10)
+		if err != nil || !tr.write {
+			t.Fatalf("end: %+v %v", tr, err)
+		}
+		prep := tr.next
+		prep.Preadded = []TopicPartition{tp("a", 0)}
+		for name, m := range map[string]Meta{"prepared": prep, "complete": complete(prep, 11), "resumed": resumed(prep, 11)} {
+			got, err := endTxnV2(&m, 7, 2, !commit, nil, 12)
+			if err != nil || got.code != kerr.InvalidTxnState.Code || got.write {
+				t.Errorf("%s (commit %v): the other outcome at the retry's epoch: code %d write %v, want INVALID_TXN_STATE", name, commit, got.code, got.write)
+			}
 		}
 	}
 }
