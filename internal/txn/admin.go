@@ -36,8 +36,9 @@ func (c *Coordinator) Describe(id string) (Described, int16) {
 type ListFilter struct {
 	States      []State
 	ProducerIDs []int64
-	// MinRunningMs, when >= 0, keeps only transactions that started at least
-	// that long before NowMs and are not finished.
+	// MinRunningMs, when >= 0, keeps only ids whose transaction started more
+	// than that long before NowMs, in any state, as Kafka compares it: an id
+	// without a start (StartMs -1) is kept.
 	MinRunningMs int64
 	NowMs        int64
 	IDPattern    *regexp.Regexp
@@ -71,7 +72,7 @@ func (f ListFilter) match(id string, m Meta) bool {
 	if len(f.ProducerIDs) > 0 && !slices.Contains(f.ProducerIDs, m.ProducerID) {
 		return false
 	}
-	if f.MinRunningMs >= 0 && (m.StartMs < 0 || f.NowMs-m.StartMs < f.MinRunningMs) {
+	if f.MinRunningMs >= 0 && f.NowMs-m.StartMs <= f.MinRunningMs {
 		return false
 	}
 	return f.IDPattern == nil || f.IDPattern.MatchString(id)

@@ -1,0 +1,34 @@
+package txn
+
+import "testing"
+
+// TestListFilterDurationAsKafka: ListTransactions' duration filter keeps the
+// ids whose transaction start is more than the duration before now, as Kafka
+// 4.4's TransactionStateManager.listTransactionStates compares it, whatever
+// the state: an id without a start (-1: Empty after InitProducerId) is kept,
+// one that started exactly the duration ago is not.
+func TestListFilterDurationAsKafka(t *testing.T) {
+	const now = 10_000
+	for _, tt := range []struct {
+		name  string
+		state State
+		start int64
+		want  bool
+	}{
+		{"ongoing longer", Ongoing, now - 1001, true},
+		{"ongoing exactly the duration", Ongoing, now - 1000, false},
+		{"ongoing shorter", Ongoing, now - 10, false},
+		{"completed, started long ago", CompleteCommit, now - 5000, true},
+		{"no start", Empty, -1, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := ListFilter{MinRunningMs: 1000, NowMs: now}
+			if got := f.match("tx", Meta{State: tt.state, StartMs: tt.start}); got != tt.want {
+				t.Fatalf("match %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if !(ListFilter{MinRunningMs: -1, NowMs: now}).match("tx", Meta{State: Ongoing, StartMs: now}) {
+		t.Fatal("no duration filter (-1) must keep every id")
+	}
+}
