@@ -4,8 +4,9 @@ package handlers
 // __transaction_state partitions this broker leads (an admin client asks every
 // broker), filtered by state names (unknown names come back in
 // UnknownStateFilters), producer ids, v1+ a minimum running time
-// (DurationFilterMillis, -1: none) and v2+ a regular expression on the id
-// (KIP-1152; one that does not compile is INVALID_REGULAR_EXPRESSION).
+// (DurationFilterMillis, -1: none) and v2+ a regular expression the whole id
+// must match, as Kafka's Matcher.matches (KIP-1152; one that does not compile
+// is INVALID_REGULAR_EXPRESSION).
 // Only the ids the principal may DESCRIBE are listed, as Kafka lists them.
 
 import (
@@ -31,7 +32,7 @@ func (h *Handlers) listTransactions(ctx context.Context, c *protocol.ConnInfo, r
 		f.MinRunningMs = req.DurationFilterMillis
 	}
 	if req.Version >= 2 && req.TransactionalIDPattern != nil && *req.TransactionalIDPattern != "" {
-		re, err := regexp.Compile(*req.TransactionalIDPattern)
+		re, err := regexp.Compile(`^(?:` + *req.TransactionalIDPattern + `)$`)
 		if err != nil {
 			resp.ErrorCode = kerr.InvalidRegularExpression.Code
 			return reply(resp)
@@ -60,9 +61,11 @@ func (h *Handlers) listTransactions(ctx context.Context, c *protocol.ConnInfo, r
 	return reply(resp)
 }
 
-// stateByName maps Kafka's transaction state names (exact, as Kafka matches them).
+// stateByName maps Kafka's transaction state names (exact, as Kafka matches
+// them), Dead and PrepareEpochFence included: Kafka knows them, though no id
+// is ever listed in them.
 func stateByName(name string) (txn.State, bool) {
-	for _, s := range []txn.State{txn.Empty, txn.Ongoing, txn.PrepareCommit, txn.PrepareAbort, txn.CompleteCommit, txn.CompleteAbort} {
+	for s := txn.Empty; s <= kmsg.TransactionStatePrepareEpochFence; s++ {
 		if s.String() == name {
 			return s, true
 		}
