@@ -40,7 +40,7 @@ type Meta struct {
 	TimeoutMs     int32
 	State         State
 	Partitions    []TopicPartition // sorted, no duplicates
-	StartMs       int64            // when the transaction became Ongoing (-1: none)
+	StartMs       int64            // when the id's last transaction began, kept once it ended (-1: none since InitProducerId)
 	LastUpdateMs  int64
 	// TV2 is set when the id's last transaction ended with EndTxn v5
 	// (KIP-890): each end bumps the epoch, so a retried end arrives with the
@@ -368,7 +368,7 @@ func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64
 		next.State = PrepareCommit
 	}
 	if m.State != Ongoing {
-		next.Partitions, next.StartMs = nil, -1
+		next.Partitions, next.StartMs = nil, nowMs // as Kafka, the abort is a transaction begun now
 	}
 	next.ProducerEpoch = m.ProducerEpoch + 1 // at most MaxInt16: no client holds that epoch (bumpEpoch, Answered)
 	if next.ProducerEpoch == math.MaxInt16 {
@@ -404,14 +404,16 @@ func isEndRetry(m *Meta, pid int64, epoch int16) bool {
 	return m.ProducerEpoch == 0 && pid == m.PrevProducerID && epoch == math.MaxInt16-1
 }
 
-// complete is the state after the markers of a Prepare state are written.
+// complete is the state after the markers of a Prepare state are written. It
+// keeps the transaction's start, as Kafka's prepareComplete does (shown by
+// DescribeTransactions until the next transaction starts).
 func complete(m Meta, nowMs int64) Meta {
 	next := m
 	next.State = CompleteAbort
 	if m.State == PrepareCommit {
 		next.State = CompleteCommit
 	}
-	next.Partitions, next.Preadded, next.StartMs, next.LastUpdateMs = nil, nil, -1, nowMs
+	next.Partitions, next.Preadded, next.LastUpdateMs = nil, nil, nowMs
 	if m.ProducerEpoch == math.MaxInt16 && m.NextProducerID != 0 {
 		next.PrevProducerID, next.ProducerID, next.ProducerEpoch, next.NextProducerID = m.ProducerID, m.NextProducerID, 0, 0
 	}

@@ -507,3 +507,42 @@ func TestEndTxnV2RetryOtherWay(t *testing.T) {
 		}
 	}
 }
+
+// TestStartTimestampAsKafka: the transaction's start time (DescribeTransactions'
+// TransactionStartTimeMs, ListTransactions' duration filter) is kept through
+// its Prepare and Complete states, as Kafka 4.4's prepareAbortOrCommit and
+// prepareComplete keep txnStartTimestamp; an EndTxn v5 abort without a
+// transaction starts one at its time; InitProducerId clears it (-1).
+func TestStartTimestampAsKafka(t *testing.T) {
+	newPID := func() (int64, error) { return 99, nil }
+	ongoing := Meta{ProducerID: 7, ProducerEpoch: 2, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, LastProducerEpoch: -1}
+	v5, err := endTxnV2(&ongoing, 7, 2, true, newPID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptyAbort, err := endTxnV2(&Meta{ProducerID: 7, ProducerEpoch: 2, TimeoutMs: 1000, State: CompleteCommit, StartMs: 1, LastProducerEpoch: -1}, 7, 2, false, newPID, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	init, err := initProducer(&Meta{ProducerID: 7, ProducerEpoch: 2, TimeoutMs: 1000, State: CompleteCommit, StartMs: 5, LastProducerEpoch: -1}, newPID, 1000, -1, -1, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		m    Meta
+		want int64
+	}{
+		{"EndTxn v5", v5.next, 5},
+		{"EndTxn v5, complete", complete(v5.next, 11), 5},
+		{"EndTxn v4, complete", complete(endTxn(&ongoing, 7, 2, false, 10).next, 11), 5},
+		{"timeout, complete", complete(expire(ongoing, 2000), 2001), 5},
+		{"EndTxn v5 abort without a transaction", emptyAbort.next, 20},
+		{"EndTxn v5 abort without a transaction, complete", complete(emptyAbort.next, 21), 20},
+		{"InitProducerId", init.next, -1},
+	} {
+		if tt.m.StartMs != tt.want {
+			t.Errorf("%s: start %d, want %d", tt.name, tt.m.StartMs, tt.want)
+		}
+	}
+}
