@@ -16,8 +16,12 @@ type Described struct {
 }
 
 // Describe returns id's state, or NOT_COORDINATOR,
-// COORDINATOR_LOAD_IN_PROGRESS or TRANSACTIONAL_ID_NOT_FOUND.
+// COORDINATOR_LOAD_IN_PROGRESS or TRANSACTIONAL_ID_NOT_FOUND (INVALID_REQUEST
+// for the empty id, as Kafka answers it).
 func (c *Coordinator) Describe(id string) (Described, int16) {
+	if id == "" {
+		return Described{}, kerr.InvalidRequest.Code
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, pt, ke := c.loadedLocked(id)

@@ -1,6 +1,10 @@
 package txn
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
 
 // TestListFilterDurationAsKafka: ListTransactions' duration filter keeps the
 // ids whose transaction start is more than the duration before now, as Kafka
@@ -30,5 +34,15 @@ func TestListFilterDurationAsKafka(t *testing.T) {
 	}
 	if !(ListFilter{MinRunningMs: -1, NowMs: now}).match("tx", Meta{State: Ongoing, StartMs: now}) {
 		t.Fatal("no duration filter (-1) must keep every id")
+	}
+}
+
+// TestDescribeEmptyID: DescribeTransactions of the empty transactional id is
+// INVALID_REQUEST, as Kafka 4.4's handleDescribeTransactions answers it, not
+// TRANSACTIONAL_ID_NOT_FOUND.
+func TestDescribeEmptyID(t *testing.T) {
+	f := newFixture(t, &memStore{})
+	if _, code := f.c.Describe(""); code != kerr.InvalidRequest.Code {
+		t.Fatalf("code %d, want INVALID_REQUEST", code)
 	}
 }
