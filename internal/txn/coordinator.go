@@ -587,10 +587,40 @@ func addsOwedOffsets(prev, next []TopicPartition) bool {
 // with transaction version 2 markers (Meta.canOverlap); its Ongoing state
 // names those markers as owed.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, add []TopicPartition) int16 {
-	_, code := c.changeOverlapping(ctx, id, false, true, func(cur *Meta) (transition, error) {
+	decide := func(cur *Meta) (transition, error) {
 		return addPartitions(cur, pid, epoch, add, c.nowMs()), nil
-	})
+	}
+	_, code := c.changeOverlapping(ctx, id, false, true, decide)
+	if code == kerr.ConcurrentTransactions.Code {
+		code = c.refusedWhilePrepared(id, decide)
+	}
 	return code
+}
+
+// refusedWhilePrepared answers a request (AddPartitions, EndTxn) that met
+// CONCURRENT_TRANSACTIONS: while the markers of id's Prepare state are
+// written, Kafka's state is that Prepare state with no transition pending, so
+// a request it refuses gets its own answer (a fenced or unknown producer, an
+// EndTxn of the other outcome); any other stays CONCURRENT_TRANSACTIONS. Not
+// InitProducerId: Kafka answers its retries from the completed state. Nor
+// while an end moves the producer to a new producer id (NextProducerID):
+// Kafka would refuse the new id's requests as unknown until it completes.
+func (c *Coordinator) refusedWhilePrepared(id string, decide func(cur *Meta) (transition, error)) int16 {
+	var cur Meta
+	var prepared bool
+	c.withLock(func() {
+		if _, pt, ke := c.loadedLocked(id); ke == nil {
+			if e := pt.txns[id]; e != nil && e.exists && e.busy && (e.meta.State == PrepareCommit || e.meta.State == PrepareAbort) && e.meta.NextProducerID == 0 {
+				cur, prepared = e.meta, true
+			}
+		}
+	})
+	if prepared {
+		if tr, err := decide(&cur); err == nil && !tr.write && tr.code != 0 {
+			return tr.code
+		}
+	}
+	return kerr.ConcurrentTransactions.Code
 }
 
 // VerifyPartitions answers the VerifyOnly form of AddPartitionsToTxn: whether
@@ -627,7 +657,7 @@ func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []
 // (KIP-890): the epoch is bumped, and the answer carries the producer id and
 // epoch of the producer's next transaction (-1, -1 on an error).
 func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit, tv2 bool) (int64, int16, int16) {
-	next, code := c.change(ctx, id, false, func(cur *Meta) (transition, error) {
+	decide := func(cur *Meta) (transition, error) {
 		if !tv2 {
 			return endTxn(cur, pid, epoch, commit, c.nowMs()), nil
 		}
@@ -636,7 +666,11 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 			tr.next.Preadded = tr.next.preaddable()
 		}
 		return tr, err
-	})
+	}
+	next, code := c.change(ctx, id, false, decide)
+	if code == kerr.ConcurrentTransactions.Code {
+		code = c.refusedWhilePrepared(id, decide)
+	}
 	if code != 0 {
 		return -1, -1, code
 	}

@@ -816,3 +816,49 @@ func TestNoProducerIDBlock(t *testing.T) {
 			pid, epoch, kerr.ErrorForCode(code))
 	}
 }
+
+// TestRefusedWhileMarkersWritten: while the markers of an ended transaction
+// are written, Kafka 4.4's state is the Prepare state with no transition
+// pending, so a request it refuses gets its own answer, not
+// CONCURRENT_TRANSACTIONS: a fenced or unknown producer's add or end, and an
+// EndTxn asking for the other outcome (INVALID_TXN_STATE). The producer's own
+// requests still get CONCURRENT_TRANSACTIONS.
+func TestRefusedWhileMarkersWritten(t *testing.T) {
+	ctx := context.Background()
+	for _, tv2 := range []bool{false, true} {
+		f := newFixture(t, &memStore{})
+		pid, epoch, _ := f.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+		if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
+			t.Fatalf("AddPartitions: %d", got)
+		}
+		gate := make(chan struct{})
+		f.markers.mu.Lock()
+		f.markers.gate = gate
+		f.markers.mu.Unlock()
+		_, next, code0 := f.c.EndTxn(ctx, "tx", pid, epoch, true, tv2)
+		if code0 != 0 {
+			t.Fatalf("EndTxn: %d", code0)
+		}
+		retryEpoch := next // the epoch of an end's retry: v5's epoch before the bump
+		if tv2 {
+			retryEpoch = epoch
+		}
+		for _, tt := range []struct {
+			name string
+			got  int16
+			want *kerr.Error
+		}{
+			{"add at an older epoch", f.c.AddPartitions(ctx, "tx", pid, next-1, []TopicPartition{tp("b", 0)}), kerr.ProducerFenced},
+			{"add by another producer id", f.c.AddPartitions(ctx, "tx", pid+100, next, []TopicPartition{tp("b", 0)}), kerr.InvalidProducerIDMapping},
+			{"end by another producer id", endCode(f.c.EndTxn(ctx, "tx", pid+100, next, true, tv2)), kerr.InvalidProducerIDMapping},
+			{"end the other way", endCode(f.c.EndTxn(ctx, "tx", pid, retryEpoch, false, tv2)), kerr.InvalidTxnState},
+			{"end the same way", endCode(f.c.EndTxn(ctx, "tx", pid, retryEpoch, true, tv2)), kerr.ConcurrentTransactions},
+		} {
+			if tt.got != code(tt.want) {
+				t.Errorf("TV2 %v, %s while the markers are written: %d, want %v", tv2, tt.name, tt.got, tt.want)
+			}
+		}
+		close(gate)
+		f.waitState(t, "tx", CompleteCommit)
+	}
+}
