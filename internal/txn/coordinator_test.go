@@ -862,3 +862,49 @@ func TestRefusedWhileMarkersWritten(t *testing.T) {
 		f.waitState(t, "tx", CompleteCommit)
 	}
 }
+
+// TestIdleTransactionalIDExpires: a transactional id without a transaction
+// (Empty, or its last one completed) whose state was last updated
+// transactional.id.expiration.ms ago (Config.IDExpiration, Kafka's 7 days) is
+// removed with a tombstone, as Kafka 4.4's removeExpiredTransactionalIds does:
+// DescribeTransactions and ListTransactions no longer know it, a coordinator
+// that loads the partition neither, and its next InitProducerId gets a new
+// producer id at epoch 0. An id with an open transaction, or updated since,
+// stays.
+func TestIdleTransactionalIDExpires(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	f := newFixture(t, store)
+	pid, _, _ := f.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	openPID, openEpoch, _ := f.c.InitProducerID(ctx, "tx-open", 10000, -1, -1)
+	if got := f.c.AddPartitions(ctx, "tx-open", openPID, openEpoch, []TopicPartition{tp("a", 0)}); got != 0 {
+		t.Fatalf("AddPartitions: %d", got)
+	}
+	f.clock.Advance(time.Hour)
+	f.c.InitProducerID(ctx, "tx-recent", 10000, -1, -1)
+	f.clock.Advance(7*24*time.Hour - time.Hour - time.Millisecond)
+	f.c.expireIDs()
+	if _, code := f.c.Describe("tx"); code != 0 {
+		t.Fatalf("expired a millisecond early: %d", code)
+	}
+	f.clock.Advance(time.Millisecond)
+	f.c.expireIDs()
+	if _, code := f.c.Describe("tx"); code != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("an id idle for the expiration: %d, want TRANSACTIONAL_ID_NOT_FOUND", code)
+	}
+	var listed []string
+	for _, d := range f.c.List(ListFilter{MinRunningMs: -1}) {
+		listed = append(listed, d.TransactionalID)
+	}
+	if !slices.Equal(listed, []string{"tx-open", "tx-recent"}) {
+		t.Fatalf("listed %q, want [tx-open tx-recent]", listed)
+	}
+	next := newFixture(t, store)
+	if _, code := next.c.Describe("tx"); code != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("a coordinator that loads the partition: %d, want TRANSACTIONAL_ID_NOT_FOUND", code)
+	}
+	newPID, newEpoch, code := f.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	if code != 0 || newPID == pid || newEpoch != 0 {
+		t.Fatalf("InitProducerId of the expired id: %d/%d code %d, want a new producer id (not %d) at epoch 0", newPID, newEpoch, code, pid)
+	}
+}
