@@ -206,9 +206,16 @@ func initProducer(m *Meta, newPID func() (int64, error), timeoutMs int32, reqPID
 	case Ongoing:
 		// A new incarnation of the producer: fence the old one by bumping the
 		// epoch and abort what it left open; the client retries until done.
+		// A KIP-360 request (the producer's own id and epoch) keeps the epoch
+		// before, as Kafka's abort does, so its retry is answered
+		// (isInitRetry); a new incarnation's does not: the fenced producer's
+		// EndTxn at that epoch is not a retry (isEndRetry).
 		next := *m
 		next.ProducerEpoch, next.State, next.LastUpdateMs, next.Resumed = bumpEpoch(m.ProducerEpoch), PrepareAbort, nowMs, Empty
 		next.LastProducerEpoch = -1
+		if reqPID >= 0 && next.ProducerEpoch < math.MaxInt16 {
+			next.LastProducerEpoch = m.ProducerEpoch
+		}
 		return transition{code: kerr.ConcurrentTransactions.Code, write: true, next: next}, nil
 	}
 	next := *m

@@ -546,3 +546,28 @@ func TestStartTimestampAsKafka(t *testing.T) {
 		}
 	}
 }
+
+// TestKIP360InitOverOpenTransaction: a KIP-360 InitProducerId with the
+// producer's own id and current epoch over its open transaction fences and
+// aborts it (CONCURRENT_TRANSACTIONS), keeping the epoch before, as Kafka
+// 4.4's transaction-version-2 abort of the fence does; the client's retry
+// with the same id and epoch is then answered with the bumped epoch, instead
+// of PRODUCER_FENCED. A new incarnation's fence (no producer id given) still
+// clears it (TestInitProducerRetry).
+func TestKIP360InitOverOpenTransaction(t *testing.T) {
+	for _, tv2 := range []bool{true, false} {
+		ongoing := Meta{ProducerID: 7, ProducerEpoch: 4, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, TV2: tv2, LastProducerEpoch: -1}
+		tr, err := initProducer(&ongoing, nil, 1000, 7, 4, 10)
+		if err != nil || tr.code != kerr.ConcurrentTransactions.Code || !tr.write || tr.next.State != PrepareAbort || tr.next.ProducerEpoch != 5 {
+			t.Fatalf("TV2 %v: KIP-360 InitProducerId over an open transaction: %+v %v", tv2, tr, err)
+		}
+		done := complete(tr.next, 11)
+		tr, err = initProducer(&done, nil, 1000, 7, 4, 12)
+		if err != nil || tr.code != 0 || tr.write {
+			t.Fatalf("TV2 %v: its retry once aborted: %+v %v, want the current producer id and epoch", tv2, tr, err)
+		}
+		if done.ProducerID != 7 || done.ProducerEpoch != 5 {
+			t.Fatalf("TV2 %v: answered %d/%d, want 7/5", tv2, done.ProducerID, done.ProducerEpoch)
+		}
+	}
+}
