@@ -50,7 +50,12 @@ func (h *Handlers) listTransactions(ctx context.Context, c *protocol.ConnInfo, r
 	if len(req.StateFilters) > 0 && len(f.States) == 0 {
 		return reply(resp) // only unknown states: nothing matches
 	}
-	for _, d := range h.cfg.Transactions.List(f) {
+	listed, code := h.cfg.Transactions.List(f)
+	if code != 0 {
+		resp.ErrorCode = code
+		return reply(resp)
+	}
+	for _, d := range listed {
 		if !h.authorize(ctx, c, kmsg.ACLOperationDescribe, resTxnID, d.TransactionalID) {
 			continue
 		}

@@ -13,17 +13,17 @@ import (
 // transactional ids and lists those its filter's states and pattern match.
 type listedTxns struct{ Transactions }
 
-func (listedTxns) List(f txn.ListFilter) []txn.Described {
+func (listedTxns) List(f txn.ListFilter) ([]txn.Described, int16) {
 	var out []txn.Described
 	if len(f.States) > 0 && !slices.Contains(f.States, txn.Ongoing) {
-		return nil
+		return nil, 0
 	}
 	for _, id := range []string{"a-tx", "tx", "tx-1"} {
 		if f.IDPattern == nil || f.IDPattern.MatchString(id) {
 			out = append(out, txn.Described{TransactionalID: id, Meta: txn.Meta{State: txn.Ongoing}})
 		}
 	}
-	return out
+	return out, 0
 }
 
 // TestListTransactionsAsKafka: ListTransactions v2's transactional id pattern

@@ -48,15 +48,16 @@ type ListFilter struct {
 	IDPattern    *regexp.Regexp
 }
 
-// List returns the transactional ids of every loaded partition that match f,
-// sorted by id.
-func (c *Coordinator) List(f ListFilter) []Described {
+// List returns the transactional ids of every partition led here that match
+// f, sorted by id; COORDINATOR_LOAD_IN_PROGRESS while one is being loaded, as
+// Kafka answers it.
+func (c *Coordinator) List(f ListFilter) ([]Described, int16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Described
 	for _, pt := range c.parts {
 		if !pt.loaded {
-			continue
+			return nil, kerr.CoordinatorLoadInProgress.Code
 		}
 		for id, e := range pt.txns {
 			if !e.exists || !f.match(id, e.meta) {
@@ -66,7 +67,7 @@ func (c *Coordinator) List(f ListFilter) []Described {
 		}
 	}
 	slices.SortFunc(out, func(a, b Described) int { return strings.Compare(a.TransactionalID, b.TransactionalID) })
-	return out
+	return out, 0
 }
 
 func (f ListFilter) match(id string, m Meta) bool {

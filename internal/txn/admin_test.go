@@ -1,9 +1,12 @@
 package txn
 
 import (
+	"context"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-stream/strata/internal/group"
 )
 
 // TestListFilterDurationAsKafka: ListTransactions' duration filter keeps the
@@ -44,5 +47,37 @@ func TestDescribeEmptyID(t *testing.T) {
 	f := newFixture(t, &memStore{})
 	if _, code := f.c.Describe(""); code != kerr.InvalidRequest.Code {
 		t.Fatalf("code %d, want INVALID_REQUEST", code)
+	}
+}
+
+// TestListWhileLoading: ListTransactions is COORDINATOR_LOAD_IN_PROGRESS while
+// a partition of __transaction_state is being loaded here, as Kafka 4.4's
+// listTransactionStates answers it (an admin client asks again), not a list
+// that silently misses that partition's ids.
+func TestListWhileLoading(t *testing.T) {
+	f := newFixture(t, &memStore{})
+	f.c.InitProducerID(context.Background(), "tx", 10000, -1, -1)
+	if got, code := f.c.List(ListFilter{MinRunningMs: -1}); code != 0 || len(got) != 1 {
+		t.Fatalf("loaded: %d ids, code %d", len(got), code)
+	}
+	release := make(chan struct{})
+	loading := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- f.c.LoadPartitionAt(context.Background(), 1, 0, func(yield func(group.Record, error) bool) {
+			close(loading)
+			<-release
+		})
+	}()
+	<-loading
+	if _, code := f.c.List(ListFilter{MinRunningMs: -1}); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Errorf("while partition 1 loads: code %d, want COORDINATOR_LOAD_IN_PROGRESS", code)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, code := f.c.List(ListFilter{MinRunningMs: -1}); code != 0 {
+		t.Fatalf("once loaded: code %d", code)
 	}
 }

@@ -893,7 +893,8 @@ func TestIdleTransactionalIDExpires(t *testing.T) {
 		t.Fatalf("an id idle for the expiration: %d, want TRANSACTIONAL_ID_NOT_FOUND", code)
 	}
 	var listed []string
-	for _, d := range f.c.List(ListFilter{MinRunningMs: -1}) {
+	all, _ := f.c.List(ListFilter{MinRunningMs: -1})
+	for _, d := range all {
 		listed = append(listed, d.TransactionalID)
 	}
 	if !slices.Equal(listed, []string{"tx-open", "tx-recent"}) {
