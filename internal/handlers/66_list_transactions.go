@@ -8,6 +8,8 @@ package handlers
 // must match, as Kafka's Matcher.matches (KIP-1152; one that does not compile
 // is INVALID_REGULAR_EXPRESSION).
 // Only the ids the principal may DESCRIBE are listed, as Kafka lists them.
+// While a partition of __transaction_state is loading here the answer is
+// COORDINATOR_LOAD_IN_PROGRESS, as Kafka's.
 
 import (
 	"context"
