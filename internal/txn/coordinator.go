@@ -568,6 +568,16 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 	next, code := c.change(ctx, id, true, func(cur *Meta) (transition, error) {
 		return initProducer(cur, func() (int64, error) { return c.newPID(ctx) }, timeoutMs, reqPID, reqEpoch, c.nowMs())
 	})
+	if code == kerr.ConcurrentTransactions.Code && reqPID >= 0 {
+		// As Kafka, the producer id is checked before the Prepare state; the
+		// epoch only once the transaction is complete (a retry's, isInitRetry).
+		code = c.refusedWhilePrepared(id, func(cur *Meta) (transition, error) {
+			if reqPID != cur.ProducerID {
+				return refuse(kerr.ProducerFenced), nil
+			}
+			return refuse(kerr.ConcurrentTransactions), nil
+		})
+	}
 	if code != 0 {
 		return -1, -1, code
 	}
@@ -609,14 +619,15 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	return code
 }
 
-// refusedWhilePrepared answers a request (AddPartitions, EndTxn) that met
-// CONCURRENT_TRANSACTIONS: while the markers of id's Prepare state are
-// written, Kafka's state is that Prepare state with no transition pending, so
-// a request it refuses gets its own answer (a fenced or unknown producer, an
-// EndTxn of the other outcome); any other stays CONCURRENT_TRANSACTIONS. Not
-// InitProducerId: Kafka answers its retries from the completed state. Nor
-// while an end moves the producer to a new producer id (NextProducerID):
-// Kafka would refuse the new id's requests as unknown until it completes.
+// refusedWhilePrepared answers a request (AddPartitions, EndTxn, a KIP-360
+// InitProducerId) that met CONCURRENT_TRANSACTIONS: while the markers of id's
+// Prepare state are written, Kafka's state is that Prepare state with no
+// transition pending, so a request it refuses gets its own answer (a fenced or
+// unknown producer, an EndTxn of the other outcome); any other stays
+// CONCURRENT_TRANSACTIONS (InitProducerId decides on the producer id only:
+// Kafka answers its retries from the completed state). Not while an end moves
+// the producer to a new producer id (NextProducerID): Kafka would refuse the
+// new id's requests as unknown until it completes.
 func (c *Coordinator) refusedWhilePrepared(id string, decide func(cur *Meta) (transition, error)) int16 {
 	var cur Meta
 	var prepared bool

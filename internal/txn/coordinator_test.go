@@ -909,3 +909,41 @@ func TestIdleTransactionalIDExpires(t *testing.T) {
 		t.Fatalf("InitProducerId of the expired id: %d/%d code %d, want a new producer id (not %d) at epoch 0", newPID, newEpoch, code, pid)
 	}
 }
+
+// TestInitProducerWhileMarkersWritten: while an end's markers are written, a
+// KIP-360 InitProducerId naming another producer id is PRODUCER_FENCED, as
+// Kafka 4.4's prepareInitProducerIdTransit checks the id before the Prepare
+// state; with the id's own producer id (any epoch) it is
+// CONCURRENT_TRANSACTIONS, its epoch judged once the transaction is complete.
+func TestInitProducerWhileMarkersWritten(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, &memStore{})
+	pid, epoch, _ := f.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
+		t.Fatalf("AddPartitions: %d", got)
+	}
+	gate := make(chan struct{})
+	f.markers.mu.Lock()
+	f.markers.gate = gate
+	f.markers.mu.Unlock()
+	if got := endCode(f.c.EndTxn(ctx, "tx", pid, epoch, true, true)); got != 0 {
+		t.Fatalf("EndTxn: %d", got)
+	}
+	for _, tt := range []struct {
+		name  string
+		pid   int64
+		epoch int16
+		want  *kerr.Error
+	}{
+		{"another producer id", pid + 100, 0, kerr.ProducerFenced},
+		{"its producer id, the ended transaction's epoch", pid, epoch, kerr.ConcurrentTransactions},
+		{"its producer id, another epoch", pid, epoch + 5, kerr.ConcurrentTransactions},
+		{"a new incarnation", -1, -1, kerr.ConcurrentTransactions},
+	} {
+		if _, _, got := f.c.InitProducerID(ctx, "tx", 10000, tt.pid, tt.epoch); got != code(tt.want) {
+			t.Errorf("%s: %d, want %v", tt.name, got, tt.want)
+		}
+	}
+	close(gate)
+	f.waitState(t, "tx", CompleteCommit)
+}
