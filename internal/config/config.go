@@ -186,6 +186,10 @@ type Config struct {
 	// TransactionMaxTimeout is transaction.max.timeout.ms: the longest transaction
 	// timeout a producer may ask for.
 	TransactionMaxTimeout time.Duration
+	// TransactionalIDExpiration is transactional.id.expiration.ms: a
+	// transactional id without a transaction whose state is this old is
+	// removed by its coordinator.
+	TransactionalIDExpiration time.Duration
 	// LogCleanupInterval is how often retention (log.retention.check.interval.ms) and
 	// compaction run over every partition.
 	LogCleanupInterval time.Duration
@@ -261,6 +265,7 @@ func Default() Config {
 		TransactionStatePartitions:           50,
 		ShareStatePartitions:                 50,
 		TransactionMaxTimeout:                15 * time.Minute,
+		TransactionalIDExpiration:            7 * 24 * time.Hour,
 		OAuthPrincipalClaim:                  "sub",
 		DelegationTokenMaxLifetime:           7 * 24 * time.Hour,
 		DelegationTokenExpiryTime:            24 * time.Hour,
@@ -349,6 +354,7 @@ func (c *Config) options() []option {
 		{"transaction-state-partitions", "partitions of __transaction_state (transaction.state.log.num.partitions)", int32Value{&c.TransactionStatePartitions}},
 		{"share-state-partitions", "partitions of __share_group_state (share.coordinator.state.topic.num.partitions)", int32Value{&c.ShareStatePartitions}},
 		{"transaction-max-timeout", "longest transaction timeout a producer may ask for (transaction.max.timeout.ms)", durationValue{&c.TransactionMaxTimeout}},
+		{"transactional-id-expiration", "a transactional id without a transaction is removed once idle this long (transactional.id.expiration.ms)", durationValue{&c.TransactionalIDExpiration}},
 		{"log-cleanup-interval", "how often retention and compaction run over every partition", durationValue{&c.LogCleanupInterval}},
 		{"cluster-id", "cluster id shared by every node (empty: a single node makes its own)", stringValue{&c.ClusterID}},
 		{"broker-heartbeat-interval", "how often a broker heartbeats to the controller", durationValue{&c.BrokerHeartbeatInterval}},
@@ -508,6 +514,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReplicaLagTimeMax <= 0 {
 		errs = append(errs, fmt.Errorf("replica-lag-time-max must be positive, got %v", c.ReplicaLagTimeMax))
+	}
+	if c.TransactionalIDExpiration < time.Millisecond {
+		errs = append(errs, fmt.Errorf("transactional-id-expiration must be at least 1ms, got %v", c.TransactionalIDExpiration))
 	}
 	if c.ProducerIDExpiration <= 0 {
 		errs = append(errs, fmt.Errorf("producer-id-expiration must be positive, got %v", c.ProducerIDExpiration))

@@ -87,6 +87,7 @@ func TestResolveErrors(t *testing.T) {
 		{name: "broker without cluster id", args: []string{"--roles=broker", "--node-id=4", "--controllers=1@a:1"}, wantErr: "--cluster-id"},
 		{name: "queued below frame", args: []string{"--max-queued-request-bytes=1024"}, wantErr: "max-queued-request-bytes"},
 		{name: "connections zero", args: []string{"--max-connections=0"}, wantErr: "max-connections"},
+		{name: "transactional id expiration zero", args: []string{"--transactional-id-expiration=0s"}, wantErr: "transactional-id-expiration"},
 		{name: "tls cert without key", args: []string{"--tls-cert-file=a.pem"}, wantErr: "tls-key-file"},
 		{name: "tls client ca alone", args: []string{"--tls-client-ca-file=ca.pem"}, wantErr: "tls-client-ca-file"},
 		{name: "sasl unknown mechanism", args: []string{"--sasl-mechanisms=GSSAPI"}, wantErr: "sasl-mechanisms"},

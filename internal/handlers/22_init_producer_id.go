@@ -10,7 +10,8 @@ package handlers
 // (PRODUCER_FENCED for them); an open transaction is aborted first
 // (CONCURRENT_TRANSACTIONS until it is); a timeout above transaction.max.timeout.ms
 // is INVALID_TRANSACTION_TIMEOUT. An empty (not null) transactional id is
-// INVALID_REQUEST, as in Kafka. No producer id to hand out (the controller
+// INVALID_REQUEST, as in Kafka, and so is a v3+ producer id given without an
+// epoch or an epoch without a producer id. No producer id to hand out (the controller
 // allocated no block) is COORDINATOR_LOAD_IN_PROGRESS, as in Kafka.
 
 import (
@@ -39,7 +40,7 @@ func (h *Handlers) initProducerID(ctx context.Context, c *protocol.ConnInfo, r *
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			return reply(resp)
 		}
-		if *req.TransactionalID == "" { // null asks for an idempotent producer; empty is a mistake
+		if *req.TransactionalID == "" || halfGiven(req) { // null asks for an idempotent producer; empty is a mistake
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return reply(resp)
 		}
@@ -56,6 +57,10 @@ func (h *Handlers) initProducerID(ctx context.Context, c *protocol.ConnInfo, r *
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return reply(resp)
 	}
+	if halfGiven(req) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return reply(resp)
+	}
 	id, err := h.nextProducerID(ctx)
 	if err != nil {
 		// No block to hand an id out from: Kafka's ProducerIdManager
@@ -66,6 +71,12 @@ func (h *Handlers) initProducerID(ctx context.Context, c *protocol.ConnInfo, r *
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return reply(resp)
+}
+
+// halfGiven tells whether a v3+ request gives only one of its producer id and
+// epoch (-1: not given), which Kafka refuses with INVALID_REQUEST.
+func halfGiven(req *kmsg.InitProducerIDRequest) bool {
+	return req.Version >= 3 && (req.ProducerID == -1) != (req.ProducerEpoch == -1)
 }
 
 func (h *Handlers) nextProducerID(ctx context.Context) (int64, error) {

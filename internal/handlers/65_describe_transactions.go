@@ -3,7 +3,8 @@ package handlers
 // DescribeTransactions (key 65), v0 (flexible). The state of each transactional
 // id whose __transaction_state partition this broker leads: state name, timeout,
 // start time, producer id and epoch, partitions. Others: NOT_COORDINATOR,
-// COORDINATOR_LOAD_IN_PROGRESS or TRANSACTIONAL_ID_NOT_FOUND.
+// COORDINATOR_LOAD_IN_PROGRESS or TRANSACTIONAL_ID_NOT_FOUND; the empty id
+// INVALID_REQUEST.
 // Authorization, as Kafka's: DESCRIBE on each transactional id (else
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED for it); the partitions listed are
 // those of the topics the principal may DESCRIBE.

@@ -4,9 +4,12 @@ package handlers
 // __transaction_state partitions this broker leads (an admin client asks every
 // broker), filtered by state names (unknown names come back in
 // UnknownStateFilters), producer ids, v1+ a minimum running time
-// (DurationFilterMillis, -1: none) and v2+ a regular expression on the id
-// (KIP-1152; one that does not compile is INVALID_REGULAR_EXPRESSION).
+// (DurationFilterMillis, -1: none) and v2+ a regular expression the whole id
+// must match, as Kafka's Matcher.matches (KIP-1152; one that does not compile
+// is INVALID_REGULAR_EXPRESSION).
 // Only the ids the principal may DESCRIBE are listed, as Kafka lists them.
+// While a partition of __transaction_state is loading here the answer is
+// COORDINATOR_LOAD_IN_PROGRESS, as Kafka's.
 
 import (
 	"context"
@@ -31,7 +34,7 @@ func (h *Handlers) listTransactions(ctx context.Context, c *protocol.ConnInfo, r
 		f.MinRunningMs = req.DurationFilterMillis
 	}
 	if req.Version >= 2 && req.TransactionalIDPattern != nil && *req.TransactionalIDPattern != "" {
-		re, err := regexp.Compile(*req.TransactionalIDPattern)
+		re, err := regexp.Compile(`^(?:` + *req.TransactionalIDPattern + `)$`)
 		if err != nil {
 			resp.ErrorCode = kerr.InvalidRegularExpression.Code
 			return reply(resp)
@@ -49,7 +52,12 @@ func (h *Handlers) listTransactions(ctx context.Context, c *protocol.ConnInfo, r
 	if len(req.StateFilters) > 0 && len(f.States) == 0 {
 		return reply(resp) // only unknown states: nothing matches
 	}
-	for _, d := range h.cfg.Transactions.List(f) {
+	listed, code := h.cfg.Transactions.List(f)
+	if code != 0 {
+		resp.ErrorCode = code
+		return reply(resp)
+	}
+	for _, d := range listed {
 		if !h.authorize(ctx, c, kmsg.ACLOperationDescribe, resTxnID, d.TransactionalID) {
 			continue
 		}
@@ -60,9 +68,11 @@ func (h *Handlers) listTransactions(ctx context.Context, c *protocol.ConnInfo, r
 	return reply(resp)
 }
 
-// stateByName maps Kafka's transaction state names (exact, as Kafka matches them).
+// stateByName maps Kafka's transaction state names (exact, as Kafka matches
+// them), Dead and PrepareEpochFence included: Kafka knows them, though no id
+// is ever listed in them.
 func stateByName(name string) (txn.State, bool) {
-	for _, s := range []txn.State{txn.Empty, txn.Ongoing, txn.PrepareCommit, txn.PrepareAbort, txn.CompleteCommit, txn.CompleteAbort} {
+	for s := txn.Empty; s <= kmsg.TransactionStatePrepareEpochFence; s++ {
 		if s.String() == name {
 			return s, true
 		}

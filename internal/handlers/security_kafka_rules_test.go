@@ -145,10 +145,10 @@ func (describedTxns) Describe(id string) (txn.Described, int16) {
 		Partitions: []txn.TopicPartition{{Topic: "secret", Partition: 0}, {Topic: "t", Partition: 0}}}}, 0
 }
 
-func (d describedTxns) List(txn.ListFilter) []txn.Described {
+func (d describedTxns) List(txn.ListFilter) ([]txn.Described, int16) {
 	ok, _ := d.Describe("tx-ok")
 	no, _ := d.Describe("tx-no")
-	return []txn.Described{ok, no}
+	return []txn.Described{ok, no}, 0
 }
 
 // TestTransactionsAdminAuthorizedPerTransactionalID: as Kafka's

@@ -23,7 +23,7 @@ type Transactions interface {
 	// closed when there is none): what a CONCURRENT_TRANSACTIONS answer waits for.
 	Completed(id string) <-chan struct{}
 	Describe(id string) (txn.Described, int16)
-	List(f txn.ListFilter) []txn.Described
+	List(f txn.ListFilter) ([]txn.Described, int16)
 }
 
 // NextProducerID hands out a producer id from this broker's block (the

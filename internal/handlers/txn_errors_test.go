@@ -326,3 +326,36 @@ type noProducerIDs struct{ Cluster }
 func (noProducerIDs) AllocateProducerIDs(context.Context, int32, int64) (controller.ProducerIDBlock, error) {
 	return controller.ProducerIDBlock{}, errors.New("no producer ids")
 }
+
+// TestInitProducerIDHalfGiven: an InitProducerId v3+ that gives a producer id
+// without an epoch, or an epoch without a producer id, is INVALID_REQUEST, as
+// Kafka 4.4's handleInitProducerIdRequest answers it (both -1: none given),
+// with a transactional id or without; the coordinator never sees it.
+func TestInitProducerIDHalfGiven(t *testing.T) {
+	txns := &recordingTxns{}
+	h := newErrorsHandlersWith(t, Config{Transactions: txns})
+	id := "tx"
+	for _, tc := range []struct {
+		name  string
+		txnID *string
+		pid   int64
+		epoch int16
+	}{
+		{"transactional, producer id alone", &id, 5, -1},
+		{"transactional, epoch alone", &id, -1, 3},
+		{"idempotent, producer id alone", nil, 5, -1},
+		{"idempotent, epoch alone", nil, -1, 3},
+	} {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.SetVersion(4)
+		req.TransactionalID, req.TransactionTimeoutMillis = tc.txnID, 60000
+		req.ProducerID, req.ProducerEpoch = tc.pid, tc.epoch
+		resp := serve(t, h, req).(*kmsg.InitProducerIDResponse)
+		if resp.ErrorCode != kerr.InvalidRequest.Code || resp.ProducerID != -1 {
+			t.Errorf("%s: code %v, producer %d, want INVALID_REQUEST, -1", tc.name, kerr.ErrorForCode(resp.ErrorCode), resp.ProducerID)
+		}
+	}
+	if txns.calls != 0 {
+		t.Fatalf("the coordinator saw %d requests", txns.calls)
+	}
+}

@@ -399,7 +399,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	n.lc.onStop("group offsets store", func(stopping) error { n.offsetStore.Close(); return nil })
 	var h *handlers.Handlers // the transaction coordinator takes producer ids from the handlers' block
 	n.txnStore = offsets.NewForTopic(txn.StateTopic, n.replicas, logger.With("component", "txn-state"))
-	n.txns = txn.New(txn.Config{Partitions: cfg.TransactionStatePartitions, MaxTimeout: cfg.TransactionMaxTimeout,
+	n.txns = txn.New(txn.Config{Partitions: cfg.TransactionStatePartitions, MaxTimeout: cfg.TransactionMaxTimeout, IDExpiration: cfg.TransactionalIDExpiration,
 		Overlap: func() bool { return n.ctrl.Image().BrokersSupport(metadata.FeatureOwedMarkers, 1) },
 		Preadd:  func() bool { return n.ctrl.Image().BrokersSupport(metadata.FeaturePreadded, 1) }},
 		n.txnStore, txn.BrokerMarkers{Brokers: txnBrokers{n}}, func(ctx context.Context) (int64, error) { return h.NextProducerID(ctx) },

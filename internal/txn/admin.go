@@ -16,8 +16,12 @@ type Described struct {
 }
 
 // Describe returns id's state, or NOT_COORDINATOR,
-// COORDINATOR_LOAD_IN_PROGRESS or TRANSACTIONAL_ID_NOT_FOUND.
+// COORDINATOR_LOAD_IN_PROGRESS or TRANSACTIONAL_ID_NOT_FOUND (INVALID_REQUEST
+// for the empty id, as Kafka answers it).
 func (c *Coordinator) Describe(id string) (Described, int16) {
+	if id == "" {
+		return Described{}, kerr.InvalidRequest.Code
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, pt, ke := c.loadedLocked(id)
@@ -36,22 +40,24 @@ func (c *Coordinator) Describe(id string) (Described, int16) {
 type ListFilter struct {
 	States      []State
 	ProducerIDs []int64
-	// MinRunningMs, when >= 0, keeps only transactions that started at least
-	// that long before NowMs and are not finished.
+	// MinRunningMs, when >= 0, keeps only ids whose transaction started more
+	// than that long before NowMs, in any state, as Kafka compares it: an id
+	// without a start (StartMs -1) is kept.
 	MinRunningMs int64
 	NowMs        int64
 	IDPattern    *regexp.Regexp
 }
 
-// List returns the transactional ids of every loaded partition that match f,
-// sorted by id.
-func (c *Coordinator) List(f ListFilter) []Described {
+// List returns the transactional ids of every partition led here that match
+// f, sorted by id; COORDINATOR_LOAD_IN_PROGRESS while one is being loaded, as
+// Kafka answers it.
+func (c *Coordinator) List(f ListFilter) ([]Described, int16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Described
 	for _, pt := range c.parts {
 		if !pt.loaded {
-			continue
+			return nil, kerr.CoordinatorLoadInProgress.Code
 		}
 		for id, e := range pt.txns {
 			if !e.exists || !f.match(id, e.meta) {
@@ -61,7 +67,7 @@ func (c *Coordinator) List(f ListFilter) []Described {
 		}
 	}
 	slices.SortFunc(out, func(a, b Described) int { return strings.Compare(a.TransactionalID, b.TransactionalID) })
-	return out
+	return out, 0
 }
 
 func (f ListFilter) match(id string, m Meta) bool {
@@ -71,7 +77,7 @@ func (f ListFilter) match(id string, m Meta) bool {
 	if len(f.ProducerIDs) > 0 && !slices.Contains(f.ProducerIDs, m.ProducerID) {
 		return false
 	}
-	if f.MinRunningMs >= 0 && (m.StartMs < 0 || f.NowMs-m.StartMs < f.MinRunningMs) {
+	if f.MinRunningMs >= 0 && f.NowMs-m.StartMs <= f.MinRunningMs {
 		return false
 	}
 	return f.IDPattern == nil || f.IDPattern.MatchString(id)

@@ -73,6 +73,12 @@ type Config struct {
 	// AbortInterval is how often transactions past their timeout are looked for
 	// (transaction.abort.timed.out.transaction.cleanup.interval.ms).
 	AbortInterval time.Duration
+	// IDExpiration is transactional.id.expiration.ms: an id without a
+	// transaction whose state is that old is removed (expireIDs), looked for
+	// every IDExpireInterval
+	// (transaction.remove.expired.transaction.cleanup.interval.ms).
+	IDExpiration     time.Duration
+	IDExpireInterval time.Duration
 	// RetryBackoff spaces retried state writes.
 	RetryBackoff time.Duration
 	// CompleteDelay is how long a completed state may wait, after the markers
@@ -101,7 +107,7 @@ type Config struct {
 // DefaultConfig is Kafka's defaults.
 func DefaultConfig() Config {
 	return Config{Partitions: 50, MaxTimeout: 15 * time.Minute, AbortInterval: 10 * time.Second, RetryBackoff: 100 * time.Millisecond,
-		CompleteDelay: 20 * time.Millisecond, Now: time.Now}
+		IDExpiration: 7 * 24 * time.Hour, IDExpireInterval: time.Hour, CompleteDelay: 20 * time.Millisecond, Now: time.Now}
 }
 
 // Coordinator is the transaction coordinator of the __transaction_state
@@ -202,6 +208,12 @@ func New(cfg Config, store Store, markers MarkerWriter, newPID func(context.Cont
 	}
 	if cfg.AbortInterval <= 0 {
 		cfg.AbortInterval = def.AbortInterval
+	}
+	if cfg.IDExpiration <= 0 {
+		cfg.IDExpiration = def.IDExpiration
+	}
+	if cfg.IDExpireInterval <= 0 {
+		cfg.IDExpireInterval = def.IDExpireInterval
 	}
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = def.RetryBackoff
@@ -556,6 +568,16 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 	next, code := c.change(ctx, id, true, func(cur *Meta) (transition, error) {
 		return initProducer(cur, func() (int64, error) { return c.newPID(ctx) }, timeoutMs, reqPID, reqEpoch, c.nowMs())
 	})
+	if code == kerr.ConcurrentTransactions.Code && reqPID >= 0 {
+		// As Kafka, the producer id is checked before the Prepare state; the
+		// epoch only once the transaction is complete (a retry's, isInitRetry).
+		code = c.refusedWhilePrepared(id, func(cur *Meta) (transition, error) {
+			if reqPID != cur.ProducerID {
+				return refuse(kerr.ProducerFenced), nil
+			}
+			return refuse(kerr.ConcurrentTransactions), nil
+		})
+	}
 	if code != 0 {
 		return -1, -1, code
 	}
@@ -587,10 +609,41 @@ func addsOwedOffsets(prev, next []TopicPartition) bool {
 // with transaction version 2 markers (Meta.canOverlap); its Ongoing state
 // names those markers as owed.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, add []TopicPartition) int16 {
-	_, code := c.changeOverlapping(ctx, id, false, true, func(cur *Meta) (transition, error) {
+	decide := func(cur *Meta) (transition, error) {
 		return addPartitions(cur, pid, epoch, add, c.nowMs()), nil
-	})
+	}
+	_, code := c.changeOverlapping(ctx, id, false, true, decide)
+	if code == kerr.ConcurrentTransactions.Code {
+		code = c.refusedWhilePrepared(id, decide)
+	}
 	return code
+}
+
+// refusedWhilePrepared answers a request (AddPartitions, EndTxn, a KIP-360
+// InitProducerId) that met CONCURRENT_TRANSACTIONS: while the markers of id's
+// Prepare state are written, Kafka's state is that Prepare state with no
+// transition pending, so a request it refuses gets its own answer (a fenced or
+// unknown producer, an EndTxn of the other outcome); any other stays
+// CONCURRENT_TRANSACTIONS (InitProducerId decides on the producer id only:
+// Kafka answers its retries from the completed state). Not while an end moves
+// the producer to a new producer id (NextProducerID): Kafka would refuse the
+// new id's requests as unknown until it completes.
+func (c *Coordinator) refusedWhilePrepared(id string, decide func(cur *Meta) (transition, error)) int16 {
+	var cur Meta
+	var prepared bool
+	c.withLock(func() {
+		if _, pt, ke := c.loadedLocked(id); ke == nil {
+			if e := pt.txns[id]; e != nil && e.exists && e.busy && (e.meta.State == PrepareCommit || e.meta.State == PrepareAbort) && e.meta.NextProducerID == 0 {
+				cur, prepared = e.meta, true
+			}
+		}
+	})
+	if prepared {
+		if tr, err := decide(&cur); err == nil && !tr.write && tr.code != 0 {
+			return tr.code
+		}
+	}
+	return kerr.ConcurrentTransactions.Code
 }
 
 // VerifyPartitions answers the VerifyOnly form of AddPartitionsToTxn: whether
@@ -627,7 +680,7 @@ func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []
 // (KIP-890): the epoch is bumped, and the answer carries the producer id and
 // epoch of the producer's next transaction (-1, -1 on an error).
 func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit, tv2 bool) (int64, int16, int16) {
-	next, code := c.change(ctx, id, false, func(cur *Meta) (transition, error) {
+	decide := func(cur *Meta) (transition, error) {
 		if !tv2 {
 			return endTxn(cur, pid, epoch, commit, c.nowMs()), nil
 		}
@@ -636,7 +689,11 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 			tr.next.Preadded = tr.next.preaddable()
 		}
 		return tr, err
-	})
+	}
+	next, code := c.change(ctx, id, false, decide)
+	if code == kerr.ConcurrentTransactions.Code {
+		code = c.refusedWhilePrepared(id, decide)
+	}
 	if code != 0 {
 		return -1, -1, code
 	}
@@ -823,19 +880,84 @@ func (c *Coordinator) holdCompleted(pt *partition, id string, e *entry) (rec gro
 	return encodeRecord(id, e.meta), nil, true
 }
 
-// runExpiry aborts transactions that outlive their timeout.
+// runExpiry aborts transactions that outlive their timeout and removes
+// transactional ids idle for Config.IDExpiration.
 func (c *Coordinator) runExpiry() {
 	defer c.wg.Done()
 	t := time.NewTicker(c.cfg.AbortInterval)
 	defer t.Stop()
+	ids := time.NewTicker(c.cfg.IDExpireInterval)
+	defer ids.Stop()
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-t.C:
 			c.expireTxns()
+		case <-ids.C:
+			c.expireIDs()
 		}
 	}
+}
+
+// expireIDs removes the transactional ids without a transaction (Empty, or
+// their last one complete and written) whose state was last updated
+// Config.IDExpiration ago or more, as Kafka's transactional.id.expiration.ms:
+// a tombstone per id, one append per partition. The id's next InitProducerId
+// then begins it again with a new producer id. A failed append leaves the ids
+// for the next round.
+func (c *Coordinator) expireIDs() {
+	for _, j := range c.holdIdle(c.nowMs() - c.cfg.IDExpiration.Milliseconds()) {
+		recs := make([]group.Record, len(j.ids))
+		for i, id := range j.ids {
+			recs[i] = tombstone(id)
+		}
+		_, err := c.store.Append(j.pt.ctx, j.p, recs)
+		for i, id := range j.ids {
+			if err == nil {
+				c.withLock(func() { j.es[i].exists = false }) // release forgets it
+			}
+			c.release(j.pt, id, j.es[i], nil)
+		}
+		if err == nil {
+			c.log.Info("removed idle transactional ids", "partition", j.p, "count", len(j.ids))
+		}
+	}
+}
+
+// idleIDs is the ids of one partition that expireIDs removes, held.
+type idleIDs struct {
+	p   int32
+	pt  *partition
+	ids []string
+	es  []*entry
+}
+
+// holdIdle holds every id without a transaction whose state was last updated
+// at or before lastMs, and returns them by partition.
+func (c *Coordinator) holdIdle(lastMs int64) []idleIDs {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var jobs []idleIDs
+	for p, pt := range c.parts {
+		if !pt.loaded {
+			continue
+		}
+		j := idleIDs{p: p, pt: pt}
+		for id, e := range pt.txns {
+			s := e.meta.State
+			if e.busy || e.overlapping || !e.exists || e.unwritten || e.meta.LastUpdateMs > lastMs ||
+				(s != Empty && s != CompleteCommit && s != CompleteAbort) {
+				continue
+			}
+			e.hold()
+			j.ids, j.es = append(j.ids, id), append(j.es, e)
+		}
+		if len(j.ids) > 0 {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs
 }
 
 // expireTxns starts aborting every Ongoing transaction past its timeout: the

@@ -816,3 +816,134 @@ func TestNoProducerIDBlock(t *testing.T) {
 			pid, epoch, kerr.ErrorForCode(code))
 	}
 }
+
+// TestRefusedWhileMarkersWritten: while the markers of an ended transaction
+// are written, Kafka 4.4's state is the Prepare state with no transition
+// pending, so a request it refuses gets its own answer, not
+// CONCURRENT_TRANSACTIONS: a fenced or unknown producer's add or end, and an
+// EndTxn asking for the other outcome (INVALID_TXN_STATE). The producer's own
+// requests still get CONCURRENT_TRANSACTIONS.
+func TestRefusedWhileMarkersWritten(t *testing.T) {
+	ctx := context.Background()
+	for _, tv2 := range []bool{false, true} {
+		f := newFixture(t, &memStore{})
+		pid, epoch, _ := f.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+		if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
+			t.Fatalf("AddPartitions: %d", got)
+		}
+		gate := make(chan struct{})
+		f.markers.mu.Lock()
+		f.markers.gate = gate
+		f.markers.mu.Unlock()
+		_, next, code0 := f.c.EndTxn(ctx, "tx", pid, epoch, true, tv2)
+		if code0 != 0 {
+			t.Fatalf("EndTxn: %d", code0)
+		}
+		retryEpoch := next // the epoch of an end's retry: v5's epoch before the bump
+		if tv2 {
+			retryEpoch = epoch
+		}
+		for _, tt := range []struct {
+			name string
+			got  int16
+			want *kerr.Error
+		}{
+			{"add at an older epoch", f.c.AddPartitions(ctx, "tx", pid, next-1, []TopicPartition{tp("b", 0)}), kerr.ProducerFenced},
+			{"add by another producer id", f.c.AddPartitions(ctx, "tx", pid+100, next, []TopicPartition{tp("b", 0)}), kerr.InvalidProducerIDMapping},
+			{"end by another producer id", endCode(f.c.EndTxn(ctx, "tx", pid+100, next, true, tv2)), kerr.InvalidProducerIDMapping},
+			{"end the other way", endCode(f.c.EndTxn(ctx, "tx", pid, retryEpoch, false, tv2)), kerr.InvalidTxnState},
+			{"end the same way", endCode(f.c.EndTxn(ctx, "tx", pid, retryEpoch, true, tv2)), kerr.ConcurrentTransactions},
+		} {
+			if tt.got != code(tt.want) {
+				t.Errorf("TV2 %v, %s while the markers are written: %d, want %v", tv2, tt.name, tt.got, tt.want)
+			}
+		}
+		close(gate)
+		f.waitState(t, "tx", CompleteCommit)
+	}
+}
+
+// TestIdleTransactionalIDExpires: a transactional id without a transaction
+// (Empty, or its last one completed) whose state was last updated
+// transactional.id.expiration.ms ago (Config.IDExpiration, Kafka's 7 days) is
+// removed with a tombstone, as Kafka 4.4's removeExpiredTransactionalIds does:
+// DescribeTransactions and ListTransactions no longer know it, a coordinator
+// that loads the partition neither, and its next InitProducerId gets a new
+// producer id at epoch 0. An id with an open transaction, or updated since,
+// stays.
+func TestIdleTransactionalIDExpires(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	f := newFixture(t, store)
+	pid, _, _ := f.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	openPID, openEpoch, _ := f.c.InitProducerID(ctx, "tx-open", 10000, -1, -1)
+	if got := f.c.AddPartitions(ctx, "tx-open", openPID, openEpoch, []TopicPartition{tp("a", 0)}); got != 0 {
+		t.Fatalf("AddPartitions: %d", got)
+	}
+	f.clock.Advance(time.Hour)
+	f.c.InitProducerID(ctx, "tx-recent", 10000, -1, -1)
+	f.clock.Advance(7*24*time.Hour - time.Hour - time.Millisecond)
+	f.c.expireIDs()
+	if _, code := f.c.Describe("tx"); code != 0 {
+		t.Fatalf("expired a millisecond early: %d", code)
+	}
+	f.clock.Advance(time.Millisecond)
+	f.c.expireIDs()
+	if _, code := f.c.Describe("tx"); code != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("an id idle for the expiration: %d, want TRANSACTIONAL_ID_NOT_FOUND", code)
+	}
+	var listed []string
+	all, _ := f.c.List(ListFilter{MinRunningMs: -1})
+	for _, d := range all {
+		listed = append(listed, d.TransactionalID)
+	}
+	if !slices.Equal(listed, []string{"tx-open", "tx-recent"}) {
+		t.Fatalf("listed %q, want [tx-open tx-recent]", listed)
+	}
+	next := newFixture(t, store)
+	if _, code := next.c.Describe("tx"); code != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("a coordinator that loads the partition: %d, want TRANSACTIONAL_ID_NOT_FOUND", code)
+	}
+	newPID, newEpoch, code := f.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	if code != 0 || newPID == pid || newEpoch != 0 {
+		t.Fatalf("InitProducerId of the expired id: %d/%d code %d, want a new producer id (not %d) at epoch 0", newPID, newEpoch, code, pid)
+	}
+}
+
+// TestInitProducerWhileMarkersWritten: while an end's markers are written, a
+// KIP-360 InitProducerId naming another producer id is PRODUCER_FENCED, as
+// Kafka 4.4's prepareInitProducerIdTransit checks the id before the Prepare
+// state; with the id's own producer id (any epoch) it is
+// CONCURRENT_TRANSACTIONS, its epoch judged once the transaction is complete.
+func TestInitProducerWhileMarkersWritten(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, &memStore{})
+	pid, epoch, _ := f.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
+		t.Fatalf("AddPartitions: %d", got)
+	}
+	gate := make(chan struct{})
+	f.markers.mu.Lock()
+	f.markers.gate = gate
+	f.markers.mu.Unlock()
+	if got := endCode(f.c.EndTxn(ctx, "tx", pid, epoch, true, true)); got != 0 {
+		t.Fatalf("EndTxn: %d", got)
+	}
+	for _, tt := range []struct {
+		name  string
+		pid   int64
+		epoch int16
+		want  *kerr.Error
+	}{
+		{"another producer id", pid + 100, 0, kerr.ProducerFenced},
+		{"its producer id, the ended transaction's epoch", pid, epoch, kerr.ConcurrentTransactions},
+		{"its producer id, another epoch", pid, epoch + 5, kerr.ConcurrentTransactions},
+		{"a new incarnation", -1, -1, kerr.ConcurrentTransactions},
+	} {
+		if _, _, got := f.c.InitProducerID(ctx, "tx", 10000, tt.pid, tt.epoch); got != code(tt.want) {
+			t.Errorf("%s: %d, want %v", tt.name, got, tt.want)
+		}
+	}
+	close(gate)
+	f.waitState(t, "tx", CompleteCommit)
+}

@@ -52,6 +52,14 @@ func encodeRecord(id string, m Meta) group.Record {
 	return group.Record{Key: key.AppendTo(nil), Value: v.AppendTo(nil)}
 }
 
+// tombstone is the __transaction_state record that removes id (a null value),
+// as Kafka writes for an expired transactional id.
+func tombstone(id string) group.Record {
+	key := kmsg.NewTxnMetadataKey()
+	key.TransactionalID = id
+	return group.Record{Key: key.AppendTo(nil)}
+}
+
 // owedTag is the tagged field of TxnMetadataValue (v1, flexible) that holds
 // Meta.Owed: Strata's own, far above the tags Kafka's schema uses (0-3), so a
 // Kafka tool that reads the record skips it. Its value:

@@ -40,7 +40,7 @@ type Meta struct {
 	TimeoutMs     int32
 	State         State
 	Partitions    []TopicPartition // sorted, no duplicates
-	StartMs       int64            // when the transaction became Ongoing (-1: none)
+	StartMs       int64            // when the id's last transaction began, kept once it ended (-1: none since InitProducerId)
 	LastUpdateMs  int64
 	// TV2 is set when the id's last transaction ended with EndTxn v5
 	// (KIP-890): each end bumps the epoch, so a retried end arrives with the
@@ -61,9 +61,10 @@ type Meta struct {
 	// v5 that gave it this one; at epoch 0 after a move to a new producer id,
 	// PrevProducerID's epoch. A retry of that InitProducerId, whose answer
 	// the client lost, is answered with the current id and epoch (Kafka's
-	// lastProducerEpoch, isInitRetry). -1 (not the zero value) when none: a
-	// new id, a new incarnation's InitProducerId, a fence; lastEpochUnknown
-	// in a state loaded from a record written before it was kept.
+	// lastProducerEpoch, isInitRetry); the timeout's abort keeps it too
+	// (expire). -1 (not the zero value) when none: a new id, a new
+	// incarnation's InitProducerId and its fence; lastEpochUnknown in a state
+	// loaded from a record written before it was kept.
 	LastProducerEpoch int16
 	// Owed, when set, is the previous transaction of this id, whose markers
 	// may not all be written yet: the state was written while they were in
@@ -205,9 +206,16 @@ func initProducer(m *Meta, newPID func() (int64, error), timeoutMs int32, reqPID
 	case Ongoing:
 		// A new incarnation of the producer: fence the old one by bumping the
 		// epoch and abort what it left open; the client retries until done.
+		// A KIP-360 request (the producer's own id and epoch) keeps the epoch
+		// before, as Kafka's abort does, so its retry is answered
+		// (isInitRetry); a new incarnation's does not: the fenced producer's
+		// EndTxn at that epoch is not a retry (isEndRetry).
 		next := *m
 		next.ProducerEpoch, next.State, next.LastUpdateMs, next.Resumed = bumpEpoch(m.ProducerEpoch), PrepareAbort, nowMs, Empty
 		next.LastProducerEpoch = -1
+		if reqPID >= 0 && next.ProducerEpoch < math.MaxInt16 {
+			next.LastProducerEpoch = m.ProducerEpoch
+		}
 		return transition{code: kerr.ConcurrentTransactions.Code, write: true, next: next}, nil
 	}
 	next := *m
@@ -232,7 +240,8 @@ func initProducer(m *Meta, newPID func() (int64, error), timeoutMs int32, reqPID
 // retry of the request that gave m its producer id and epoch (an
 // InitProducerId, or an EndTxn v5), whose answer the client lost: only the
 // client that sent it holds that epoch, as a new incarnation's InitProducerId
-// or a fence clears LastProducerEpoch. Kafka answers it with the current
+// and its fence clear LastProducerEpoch (after the timeout's abort it is the
+// timed-out producer's, see expire). Kafka answers it with the current
 // epoch (TransactionMetadata.prepareIncrementProducerEpoch); so it is while
 // the id has no transaction, as it has until that client begins one.
 func isInitRetry(m *Meta, pid int64, epoch int16) bool {
@@ -331,9 +340,10 @@ func endTxn(m *Meta, pid int64, epoch int16, commit bool, nowMs int64) transitio
 // its partitions by the markers' newer epoch instead of joining the next one. An
 // abort without a transaction is allowed (it only bumps the epoch). A retry
 // carries the epoch before the bump: it succeeds once the transaction completed
-// the same way (CONCURRENT_TRANSACTIONS while it completes).
+// the same way (CONCURRENT_TRANSACTIONS while it completes); asking for the
+// other outcome it is INVALID_TXN_STATE, as Kafka answers it.
 func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64, error), nowMs int64) (transition, error) {
-	if m != nil && m.TV2 && isEndRetry(m, pid, epoch) {
+	if m != nil && (m.TV2 || m.LastProducerEpoch >= 0) && isEndRetry(m, pid, epoch) {
 		state := m.State
 		if m.Resumed != Empty {
 			state = m.Resumed
@@ -343,6 +353,8 @@ func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64
 			return transition{}, nil
 		case state == PrepareCommit && commit, state == PrepareAbort && !commit:
 			return refuse(kerr.ConcurrentTransactions), nil
+		case state != Ongoing && state != Empty:
+			return refuse(kerr.InvalidTxnState), nil // the retry of the other outcome
 		}
 	}
 	if e := checkProducer(m, pid, epoch); e != nil {
@@ -363,7 +375,7 @@ func endTxnV2(m *Meta, pid int64, epoch int16, commit bool, newPID func() (int64
 		next.State = PrepareCommit
 	}
 	if m.State != Ongoing {
-		next.Partitions, next.StartMs = nil, -1
+		next.Partitions, next.StartMs = nil, nowMs // as Kafka, the abort is a transaction begun now
 	}
 	next.ProducerEpoch = m.ProducerEpoch + 1 // at most MaxInt16: no client holds that epoch (bumpEpoch, Answered)
 	if next.ProducerEpoch == math.MaxInt16 {
@@ -382,9 +394,11 @@ const lastEpochUnknown int16 = -2
 
 // isEndRetry tells whether a TV2 EndTxn from pid at epoch is the retry of the
 // end that produced m: it carries the epoch that end began at
-// (LastProducerEpoch), which a fence clears, so a fenced producer's end at
-// the epoch before the fence's bump is refused, not taken as a retry (Kafka's
-// fence bumps twice, with the same effect). A state at math.MaxInt16 without
+// (LastProducerEpoch), which InitProducerId's fence clears, so a producer a
+// new incarnation fenced is refused at the epoch before the fence's bump, not
+// taken as a retry (Kafka 4.4 takes it as one: its fence keeps the epoch
+// before). The timeout's abort keeps it (expire), as Kafka's does: the
+// timed-out producer's abort is its retry. A state at math.MaxInt16 without
 // a next producer id is a fence's (bumpEpoch), not an end's. For a state
 // loaded without the epoch the end began at, the epoch before m's is taken.
 func isEndRetry(m *Meta, pid int64, epoch int16) bool {
@@ -397,14 +411,16 @@ func isEndRetry(m *Meta, pid int64, epoch int16) bool {
 	return m.ProducerEpoch == 0 && pid == m.PrevProducerID && epoch == math.MaxInt16-1
 }
 
-// complete is the state after the markers of a Prepare state are written.
+// complete is the state after the markers of a Prepare state are written. It
+// keeps the transaction's start, as Kafka's prepareComplete does (shown by
+// DescribeTransactions until the next transaction starts).
 func complete(m Meta, nowMs int64) Meta {
 	next := m
 	next.State = CompleteAbort
 	if m.State == PrepareCommit {
 		next.State = CompleteCommit
 	}
-	next.Partitions, next.Preadded, next.StartMs, next.LastUpdateMs = nil, nil, -1, nowMs
+	next.Partitions, next.Preadded, next.LastUpdateMs = nil, nil, nowMs
 	if m.ProducerEpoch == math.MaxInt16 && m.NextProducerID != 0 {
 		next.PrevProducerID, next.ProducerID, next.ProducerEpoch, next.NextProducerID = m.ProducerID, m.NextProducerID, 0, 0
 	}
@@ -412,11 +428,18 @@ func complete(m Meta, nowMs int64) Meta {
 }
 
 // expire is the state of an Ongoing transaction that outlived its timeout: the
-// epoch is bumped (the producer is fenced) and it is aborted.
+// epoch is bumped (the producer is fenced) and it is aborted. The epoch before
+// is kept, as Kafka's transaction-version-2 abort keeps it: the producer's
+// EndTxn v5 abort at that epoch is the retry of this one, answered with the
+// new epoch, so it goes on (a KIP-360 InitProducerId at it too). Not at
+// math.MaxInt16, an epoch no client may be answered.
 func expire(m Meta, nowMs int64) Meta {
 	next := m
 	next.ProducerEpoch, next.State, next.LastUpdateMs, next.Resumed = bumpEpoch(m.ProducerEpoch), PrepareAbort, nowMs, Empty
 	next.LastProducerEpoch = -1
+	if next.ProducerEpoch < math.MaxInt16 {
+		next.LastProducerEpoch = m.ProducerEpoch
+	}
 	return next
 }
 

@@ -93,7 +93,7 @@ func TestEndTxnV2(t *testing.T) {
 		write  bool
 	}{
 		{"retried commit", 2, true, nil, false},
-		{"retried end the other way", 2, false, kerr.ProducerFenced, false},
+		{"retried end the other way", 2, false, kerr.InvalidTxnState, false},
 		{"older epoch", 1, true, kerr.ProducerFenced, false},
 		{"commit without a transaction", 3, true, kerr.InvalidTxnState, false},
 		{"abort without a transaction", 3, false, nil, true},
@@ -112,16 +112,20 @@ func TestEndTxnV2(t *testing.T) {
 	// The next transaction ends with EndTxn v4 (a client of transaction
 	// version 1 took the id over): TV2 is cleared, so its markers go as
 	// version 1 at the batches' epoch, and an epoch-1 end is a zombie's.
-	next := addPartitions(&done, 7, 3, []TopicPartition{tp("b", 0)}, 12).next
-	v4 := endTxn(&next, 7, 3, true, 13).next
-	if v4.TV2 || v4.ProducerEpoch != 3 || v4.markerVersion() != 1 {
+	init, err := initProducer(&done, newPID, 1000, -1, -1, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := addPartitions(&init.next, 7, 4, []TopicPartition{tp("b", 0)}, 12).next
+	v4 := endTxn(&next, 7, 4, true, 13).next
+	if v4.TV2 || v4.ProducerEpoch != 4 || v4.markerVersion() != 1 {
 		t.Fatalf("EndTxn v4 after a v5 end: %+v, marker version %d", v4, v4.markerVersion())
 	}
 	v1 := complete(v4, 14)
 	if _, back, err := decodeRecord(encodeRecord("tx", v1)); err != nil || v1.TV2 || back.TV2 {
 		t.Fatalf("completed after a v4 end: %+v, record %+v %v", v1, back, err)
 	}
-	if got := end(&v1, 7, 2, true); got.code != kerr.ProducerFenced.Code {
+	if got := end(&v1, 7, 3, true); got.code != kerr.ProducerFenced.Code {
 		t.Fatalf("epoch-1 end after a v4 end: %+v", got)
 	}
 
@@ -412,13 +416,14 @@ func TestMarkerVersion(t *testing.T) {
 	}
 }
 
-// TestFencedEndIsNotARetry: once the transaction timeout or a new
-// incarnation's InitProducerId fenced a transaction-version-2 producer (one
-// epoch up, abort), the fenced producer's EndTxn v5 abort at its old epoch is
-// PRODUCER_FENCED. It used to be taken as the retry of an end that bumped to
-// the fence's epoch, answered with that epoch, and the zombie could go on
-// with a transaction at it. A state loaded from a record that did not keep
-// the epoch its end began at still takes the epoch before its own as a retry.
+// TestFencedEndIsNotARetry: once a new incarnation's InitProducerId fenced a
+// transaction-version-2 producer (one epoch up, abort), the fenced producer's
+// EndTxn v5 abort at its old epoch is PRODUCER_FENCED. It used to be taken as
+// the retry of an end that bumped to the fence's epoch, answered with that
+// epoch, and the zombie could go on with a transaction at it. (The timeout's
+// abort is taken as such a retry: TestTimedOutProducerAbortsAndGoesOn.) A
+// state loaded from a record that did not keep the epoch its end began at
+// still takes the epoch before its own as a retry.
 func TestFencedEndIsNotARetry(t *testing.T) {
 	ongoing := Meta{ProducerID: 7, ProducerEpoch: 4, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, TV2: true, LastProducerEpoch: 3}
 	byInit, err := initProducer(&ongoing, func() (int64, error) { return 99, nil }, 1000, -1, -1, 20)
@@ -429,7 +434,6 @@ func TestFencedEndIsNotARetry(t *testing.T) {
 		name   string
 		fenced Meta
 	}{
-		{"timeout", expire(ongoing, 20)},
 		{"InitProducerId", byInit.next},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -447,5 +451,123 @@ func TestFencedEndIsNotARetry(t *testing.T) {
 				t.Fatalf("an abort at epoch 4 on a state loaded without its last epoch: %+v, %v, want the retry's answer", tr, err)
 			}
 		})
+	}
+}
+
+// TestTimedOutProducerAbortsAndGoesOn: the transaction timeout's abort of a
+// transaction-version-2 producer bumps its epoch once and keeps the epoch
+// before (Kafka 4.4's endTransaction for a fence: prepareAbortOrCommit from
+// the unbumped epoch), so the producer's own EndTxn v5 abort at its old epoch
+// is taken as the retry of that abort: CONCURRENT_TRANSACTIONS while its
+// markers are written, then answered with the new epoch, and the producer goes
+// on instead of being fenced. Its KIP-360 InitProducerId at the old epoch is
+// answered with the new one too. Also for a producer whose first transaction
+// timed out (no EndTxn v5 yet).
+func TestTimedOutProducerAbortsAndGoesOn(t *testing.T) {
+	for _, tv2 := range []bool{true, false} {
+		ongoing := Meta{ProducerID: 7, ProducerEpoch: 4, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, TV2: tv2, LastProducerEpoch: -1}
+		prep := expire(ongoing, 2000)
+		if tr, err := endTxnV2(&prep, 7, 4, false, nil, 2001); err != nil || tr.code != kerr.ConcurrentTransactions.Code || tr.write {
+			t.Fatalf("TV2 %v: abort at the old epoch while the timeout's markers are written: %+v %v, want CONCURRENT_TRANSACTIONS", tv2, tr, err)
+		}
+		done := complete(prep, 2002)
+		tr, err := endTxnV2(&done, 7, 4, false, nil, 2003)
+		if err != nil || tr.code != 0 || tr.write {
+			t.Fatalf("TV2 %v: abort at the old epoch after the timeout: %+v %v, want the retry's answer", tv2, tr, err)
+		}
+		if pid, epoch := done.Answered(); pid != 7 || epoch != 5 {
+			t.Fatalf("TV2 %v: answered %d/%d, want 7/5", tv2, pid, epoch)
+		}
+		tr, err = initProducer(&done, nil, 1000, 7, 4, 2003)
+		if err != nil || tr.code != 0 || tr.write {
+			t.Fatalf("TV2 %v: KIP-360 InitProducerId at the old epoch after the timeout: %+v %v, want the retry's answer", tv2, tr, err)
+		}
+	}
+}
+
+// TestEndTxnV2RetryOtherWay: an EndTxn v5 at the epoch before an end's bump
+// (a retry's epoch) that asks for the other outcome is INVALID_TXN_STATE, as
+// Kafka 4.4's endTransaction answers a retry that does not match the state,
+// not PRODUCER_FENCED: while the end's markers are written, once it is
+// complete, and on a resumed state.
+func TestEndTxnV2RetryOtherWay(t *testing.T) {
+	ongoing := Meta{ProducerID: 7, ProducerEpoch: 2, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, LastProducerEpoch: -1}
+	for _, commit := range []bool{true, false} {
+		tr, err := endTxnV2(&ongoing, 7, 2, commit, nil, 10)
+		if err != nil || !tr.write {
+			t.Fatalf("end: %+v %v", tr, err)
+		}
+		prep := tr.next
+		prep.Preadded = []TopicPartition{tp("a", 0)}
+		for name, m := range map[string]Meta{"prepared": prep, "complete": complete(prep, 11), "resumed": resumed(prep, 11)} {
+			got, err := endTxnV2(&m, 7, 2, !commit, nil, 12)
+			if err != nil || got.code != kerr.InvalidTxnState.Code || got.write {
+				t.Errorf("%s (commit %v): the other outcome at the retry's epoch: code %d write %v, want INVALID_TXN_STATE", name, commit, got.code, got.write)
+			}
+		}
+	}
+}
+
+// TestStartTimestampAsKafka: the transaction's start time (DescribeTransactions'
+// TransactionStartTimeMs, ListTransactions' duration filter) is kept through
+// its Prepare and Complete states, as Kafka 4.4's prepareAbortOrCommit and
+// prepareComplete keep txnStartTimestamp; an EndTxn v5 abort without a
+// transaction starts one at its time; InitProducerId clears it (-1).
+func TestStartTimestampAsKafka(t *testing.T) {
+	newPID := func() (int64, error) { return 99, nil }
+	ongoing := Meta{ProducerID: 7, ProducerEpoch: 2, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, LastProducerEpoch: -1}
+	v5, err := endTxnV2(&ongoing, 7, 2, true, newPID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptyAbort, err := endTxnV2(&Meta{ProducerID: 7, ProducerEpoch: 2, TimeoutMs: 1000, State: CompleteCommit, StartMs: 1, LastProducerEpoch: -1}, 7, 2, false, newPID, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	init, err := initProducer(&Meta{ProducerID: 7, ProducerEpoch: 2, TimeoutMs: 1000, State: CompleteCommit, StartMs: 5, LastProducerEpoch: -1}, newPID, 1000, -1, -1, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		m    Meta
+		want int64
+	}{
+		{"EndTxn v5", v5.next, 5},
+		{"EndTxn v5, complete", complete(v5.next, 11), 5},
+		{"EndTxn v4, complete", complete(endTxn(&ongoing, 7, 2, false, 10).next, 11), 5},
+		{"timeout, complete", complete(expire(ongoing, 2000), 2001), 5},
+		{"EndTxn v5 abort without a transaction", emptyAbort.next, 20},
+		{"EndTxn v5 abort without a transaction, complete", complete(emptyAbort.next, 21), 20},
+		{"InitProducerId", init.next, -1},
+	} {
+		if tt.m.StartMs != tt.want {
+			t.Errorf("%s: start %d, want %d", tt.name, tt.m.StartMs, tt.want)
+		}
+	}
+}
+
+// TestKIP360InitOverOpenTransaction: a KIP-360 InitProducerId with the
+// producer's own id and current epoch over its open transaction fences and
+// aborts it (CONCURRENT_TRANSACTIONS), keeping the epoch before, as Kafka
+// 4.4's transaction-version-2 abort of the fence does; the client's retry
+// with the same id and epoch is then answered with the bumped epoch, instead
+// of PRODUCER_FENCED. A new incarnation's fence (no producer id given) still
+// clears it (TestInitProducerRetry).
+func TestKIP360InitOverOpenTransaction(t *testing.T) {
+	for _, tv2 := range []bool{true, false} {
+		ongoing := Meta{ProducerID: 7, ProducerEpoch: 4, TimeoutMs: 1000, State: Ongoing, Partitions: []TopicPartition{tp("a", 0)}, StartMs: 5, TV2: tv2, LastProducerEpoch: -1}
+		tr, err := initProducer(&ongoing, nil, 1000, 7, 4, 10)
+		if err != nil || tr.code != kerr.ConcurrentTransactions.Code || !tr.write || tr.next.State != PrepareAbort || tr.next.ProducerEpoch != 5 {
+			t.Fatalf("TV2 %v: KIP-360 InitProducerId over an open transaction: %+v %v", tv2, tr, err)
+		}
+		done := complete(tr.next, 11)
+		tr, err = initProducer(&done, nil, 1000, 7, 4, 12)
+		if err != nil || tr.code != 0 || tr.write {
+			t.Fatalf("TV2 %v: its retry once aborted: %+v %v, want the current producer id and epoch", tv2, tr, err)
+		}
+		if done.ProducerID != 7 || done.ProducerEpoch != 5 {
+			t.Fatalf("TV2 %v: answered %d/%d, want 7/5", tv2, done.ProducerID, done.ProducerEpoch)
+		}
 	}
 }
