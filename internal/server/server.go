@@ -402,7 +402,7 @@ func (n *Node) startBroker(ctx context.Context, fsys vfs.FS) error {
 	n.txns = txn.New(txn.Config{Partitions: cfg.TransactionStatePartitions, MaxTimeout: cfg.TransactionMaxTimeout, IDExpiration: cfg.TransactionalIDExpiration,
 		Overlap: func() bool { return n.ctrl.Image().BrokersSupport(metadata.FeatureOwedMarkers, 1) },
 		Preadd:  func() bool { return n.ctrl.Image().BrokersSupport(metadata.FeaturePreadded, 1) }},
-		n.txnStore, txn.BrokerMarkers{Brokers: txnBrokers{n}}, func(ctx context.Context) (int64, error) { return h.NextProducerID(ctx) },
+		n.txnStore, txn.BrokerMarkers{Brokers: txnBrokers{n}, Log: logger.With("component", "txn")}, func(ctx context.Context) (int64, error) { return h.NextProducerID(ctx) },
 		logger.With("component", "txn"))
 	n.lc.onStop("transaction coordinator", func(stopping) error { n.txns.Close(); return nil })
 	n.txnStore.SetCoordinator(n.txns)

@@ -296,17 +296,22 @@ func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, recor
 		return nil // unloaded meanwhile
 	}
 	pt.txns, pt.loaded = txns, true
+	var owed, completing int
 	for id, e := range pt.txns {
 		switch {
 		case e.meta.Owed != nil:
 			e.hold()
 			c.resendOwed(p, pt, id, e)
+			owed++
 		case e.meta.State == PrepareCommit || e.meta.State == PrepareAbort:
 			e.hold()
 			e.resume = len(e.meta.Preadded) > 0
 			c.startCompletion(p, pt, id, e, e.meta)
+			completing++
 		}
 	}
+	c.log.Info("loaded transaction state partition", "partition", p, "coordinator_epoch", epoch, "transactional_ids", len(txns),
+		"completing", completing, "owed_markers", owed)
 	return nil
 }
 
