@@ -162,6 +162,16 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// gateMarkers makes the fixture's marker writes wait until the returned
+// channel is closed.
+func (f *fixture) gateMarkers() chan struct{} {
+	gate := make(chan struct{})
+	f.markers.mu.Lock()
+	defer f.markers.mu.Unlock()
+	f.markers.gate = gate
+	return gate
+}
+
 func newFixture(t *testing.T, store *memStore) *fixture {
 	t.Helper()
 	return newFixtureAt(t, store, 0)
@@ -625,10 +635,7 @@ func TestCoordinatorCompleted(t *testing.T) {
 	if got := c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
 		t.Fatalf("AddPartitions: %d", got)
 	}
-	gate := make(chan struct{})
-	f.markers.mu.Lock()
-	f.markers.gate = gate
-	f.markers.mu.Unlock()
+	gate := f.gateMarkers()
 	if got := endCode(c.EndTxn(ctx, "tx", pid, epoch, true, false)); got != 0 {
 		t.Fatalf("EndTxn: %d", got)
 	}
@@ -831,10 +838,7 @@ func TestRefusedWhileMarkersWritten(t *testing.T) {
 		if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
 			t.Fatalf("AddPartitions: %d", got)
 		}
-		gate := make(chan struct{})
-		f.markers.mu.Lock()
-		f.markers.gate = gate
-		f.markers.mu.Unlock()
+		gate := f.gateMarkers()
 		_, next, code0 := f.c.EndTxn(ctx, "tx", pid, epoch, true, tv2)
 		if code0 != 0 {
 			t.Fatalf("EndTxn: %d", code0)
@@ -922,10 +926,7 @@ func TestInitProducerWhileMarkersWritten(t *testing.T) {
 	if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("a", 0)}); got != 0 {
 		t.Fatalf("AddPartitions: %d", got)
 	}
-	gate := make(chan struct{})
-	f.markers.mu.Lock()
-	f.markers.gate = gate
-	f.markers.mu.Unlock()
+	gate := f.gateMarkers()
 	if got := endCode(f.c.EndTxn(ctx, "tx", pid, epoch, true, true)); got != 0 {
 		t.Fatalf("EndTxn: %d", got)
 	}

@@ -21,10 +21,7 @@ import (
 // gateMarkers makes f's marker writes wait until the returned channel is
 // closed.
 func gateMarkers(f *fixture) chan struct{} {
-	gate := make(chan struct{})
-	f.markers.mu.Lock()
-	f.markers.gate = gate
-	f.markers.mu.Unlock()
+	gate := f.gateMarkers()
 	return gate
 }
 
