@@ -73,11 +73,14 @@ type Record struct {
 // Append is called concurrently for different groups, never concurrently for one
 // group, so the records of each key reach the log in the order the coordinator
 // decided them. ctx is cancelled when the partition is unloaded or the commit timeout
-// passes. Errors: wrap ErrNotCoordinator when the partition is not led here or its
-// log failed, ErrRecordTooLarge when the batch is too big; anything else counts as
-// a retriable unavailability.
+// passes. leaderEpoch is the leader epoch the partition was loaded at
+// (LoadPartitionAt): a store refuses the records (ErrNotCoordinator) unless this
+// broker still leads at it, so a write begun before a reload never lands after the
+// reload read the log. Errors: wrap ErrNotCoordinator when the partition is not led
+// here or its log failed, ErrRecordTooLarge when the batch is too big; anything
+// else counts as a retriable unavailability.
 type OffsetStore interface {
-	Append(ctx context.Context, partition int32, records []Record) (first int64, err error)
+	Append(ctx context.Context, partition, leaderEpoch int32, records []Record) (first int64, err error)
 }
 
 // Config configures a Coordinator. Zero durations and sizes take the defaults of
@@ -354,6 +357,7 @@ type Coordinator struct {
 // leaf lock: nothing else is acquired while it is held.
 type partition struct {
 	id      int32
+	epoch   int32           // the leader epoch it was loaded at: its appends carry it
 	ctx     context.Context // cancelled on unload: stops appends in flight
 	cancel  context.CancelFunc
 	loading bool // guarded by Coordinator.mu
@@ -531,11 +535,17 @@ func (p *partition) snapshot() []*group {
 // returns, requests for the partition's groups get COORDINATOR_LOAD_IN_PROGRESS.
 // Groups with members come back Stable with fresh session timeouts.
 func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.Seq2[Record, error]) error {
+	return c.LoadPartitionAt(ctx, p, 0, records)
+}
+
+// LoadPartitionAt is LoadPartition as this broker leads p at leader epoch
+// epoch, which the partition's appends then carry (OffsetStore).
+func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, records iter.Seq2[Record, error]) error {
 	if p < 0 || p >= c.cfg.OffsetsTopicPartitions {
 		return fmt.Errorf("group: partition %d outside %s's %d partitions", p, OffsetsTopic, c.cfg.OffsetsTopicPartitions)
 	}
 	pctx, cancel := context.WithCancel(context.Background())
-	part := &partition{id: p, ctx: pctx, cancel: cancel, loading: true, groups: make(map[string]*group)}
+	part := &partition{id: p, epoch: epoch, ctx: pctx, cancel: cancel, loading: true, groups: make(map[string]*group)}
 	c.mu.Lock()
 	switch {
 	case c.mu.closed:
@@ -837,9 +847,9 @@ func (c *Coordinator) append(p *partition, txn *producer, recs []Record) (int64,
 		err   error
 	)
 	if txn != nil {
-		first, err = c.store.(TxnOffsetStore).AppendTxn(ctx, p.id, txn.id, txn.epoch, recs)
+		first, err = c.store.(TxnOffsetStore).AppendTxn(ctx, p.id, p.epoch, txn.id, txn.epoch, recs)
 	} else {
-		first, err = c.store.Append(ctx, p.id, recs)
+		first, err = c.store.Append(ctx, p.id, p.epoch, recs)
 	}
 	if err != nil && p.ctx.Err() != nil {
 		err = fmt.Errorf("%w: partition %d unloaded: %v", ErrNotCoordinator, p.id, err)

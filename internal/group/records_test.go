@@ -239,7 +239,7 @@ func TestLoadPartition(t *testing.T) {
 		t.Fatalf("load with read error: %v", err)
 	}
 	corrupt := newMemStore()
-	_, _ = corrupt.Append(ctx, p, []Record{{Key: groupKey("g"), Value: []byte{0, 3, 1}}})
+	_, _ = corrupt.Append(ctx, p, 0, []Record{{Key: groupKey("g"), Value: []byte{0, 3, 1}}})
 	if err := c.LoadPartition(ctx, p, corrupt.records(p)); !errors.Is(err, ErrCorruptRecord) {
 		t.Fatalf("load with corrupt record: %v", err)
 	}

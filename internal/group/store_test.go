@@ -27,7 +27,7 @@ func newMemStore() *memStore {
 	return &memStore{logs: make(map[int32][]Record), ends: make(map[int32]int64)}
 }
 
-func (s *memStore) Append(ctx context.Context, p int32, recs []Record) (int64, error) {
+func (s *memStore) Append(ctx context.Context, p, _ int32, recs []Record) (int64, error) {
 	s.mu.Lock()
 	block, jitter := s.block, s.jitter
 	s.mu.Unlock()

@@ -25,7 +25,7 @@ import (
 // TxnOffsetStore is an OffsetStore that can also append records as one
 // transactional batch of a producer (the broker's offsets.Store).
 type TxnOffsetStore interface {
-	AppendTxn(ctx context.Context, partition int32, producerID int64, producerEpoch int16, records []Record) (first int64, err error)
+	AppendTxn(ctx context.Context, partition, leaderEpoch int32, producerID int64, producerEpoch int16, records []Record) (first int64, err error)
 }
 
 // TxnOffsetCommit serves TxnOffsetCommit v0-v6 (topics by name: v6's ids are

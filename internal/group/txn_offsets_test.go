@@ -22,20 +22,20 @@ type txnMemStore struct{ *memStore }
 
 func newTxnMemStore() *txnMemStore { return &txnMemStore{newMemStore()} }
 
-func (s *txnMemStore) AppendTxn(ctx context.Context, p int32, pid int64, _ int16, recs []Record) (int64, error) {
+func (s *txnMemStore) AppendTxn(ctx context.Context, p, epoch int32, pid int64, _ int16, recs []Record) (int64, error) {
 	txn := make([]Record, len(recs))
 	for i, r := range recs {
 		r.Txn, r.ProducerID = true, pid
 		txn[i] = r
 	}
-	return s.Append(ctx, p, txn)
+	return s.Append(ctx, p, epoch, txn)
 }
 
 // endTxn writes producer pid's transaction marker to partition p and tells c,
 // as the broker does.
 func (s *txnMemStore) endTxn(t *testing.T, c *Coordinator, p int32, pid int64, commit bool) {
 	t.Helper()
-	if _, err := s.Append(context.Background(), p, []Record{{Txn: true, Marker: true, ProducerID: pid, Commit: commit}}); err != nil {
+	if _, err := s.Append(context.Background(), p, 0, []Record{{Txn: true, Marker: true, ProducerID: pid, Commit: commit}}); err != nil {
 		t.Fatal(err)
 	}
 	c.CompleteTxnOffsets(p, pid, commit)

@@ -273,7 +273,9 @@ func TestShareAuthorization(t *testing.T) {
 // fakeStateLog is a share.StateLog that keeps nothing (appends succeed).
 type fakeStateLog struct{}
 
-func (fakeStateLog) Append(context.Context, int32, []group.Record) (int64, error) { return 0, nil }
+func (fakeStateLog) Append(context.Context, int32, int32, []group.Record) (int64, error) {
+	return 0, nil
+}
 
 // TestShareStateErrors: the share coordinator's APIs (83-86) need
 // CLUSTER_ACTION, refuse an empty group id (INVALID_REQUEST), answer

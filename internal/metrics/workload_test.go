@@ -373,7 +373,7 @@ func TestConsumerGroupLag(t *testing.T) {
 
 type nopStore struct{}
 
-func (nopStore) Append(context.Context, int32, []group.Record) (int64, error) { return 0, nil }
+func (nopStore) Append(context.Context, int32, int32, []group.Record) (int64, error) { return 0, nil }
 
 // TestGroupLagEndToEnd: a franz-go consumer group reads and commits, more records
 // arrive, and the node's own /metrics and console report the difference as lag.

@@ -38,17 +38,12 @@ import (
 	"github.com/strata-stream/strata/internal/storage"
 )
 
-// Coordinator is what the Store drives.
+// Coordinator is what the Store drives. LoadPartitionAt replays partition p
+// as this broker leads it at leaderEpoch; the coordinator's writes for p then
+// carry that epoch (Append), which fences them off once p is loaded again.
 type Coordinator interface {
-	LoadPartition(ctx context.Context, p int32, records iter.Seq2[group.Record, error]) error
-	UnloadPartition(p int32)
-}
-
-// EpochLoader is a Coordinator that also wants the leader epoch of the
-// partition it loads (the transaction coordinator's epoch); the Store calls
-// LoadPartitionAt instead of LoadPartition when the coordinator has it.
-type EpochLoader interface {
 	LoadPartitionAt(ctx context.Context, p, leaderEpoch int32, records iter.Seq2[group.Record, error]) error
+	UnloadPartition(p int32)
 }
 
 // Store is the group coordinator's view of __consumer_offsets.
@@ -99,9 +94,12 @@ func (s *Store) coordinator() Coordinator {
 
 // Append implements group.OffsetStore: the records become one batch appended to
 // partition p as leader, and Append returns the batch's base offset once the
-// high-water mark covers it.
-func (s *Store) Append(ctx context.Context, partition int32, records []group.Record) (int64, error) {
-	return s.append(ctx, partition, records, batch.BuildOptions{})
+// high-water mark covers it. leaderEpoch is the leader epoch the caller
+// loaded the partition at (LoadPartitionAt): under any other the append is
+// refused with group.ErrNotCoordinator, so that a write begun before a reload
+// cannot land after the reload read the log (replica.AppendOpts.AtLeaderEpoch).
+func (s *Store) Append(ctx context.Context, partition, leaderEpoch int32, records []group.Record) (int64, error) {
+	return s.append(ctx, partition, leaderEpoch, records, batch.BuildOptions{})
 }
 
 // AppendUnacked appends records like Append but returns once they are in the
@@ -109,18 +107,25 @@ func (s *Store) Append(ctx context.Context, partition int32, records []group.Rec
 // with, or before, whatever is appended after them. They do not start an fsync
 // of their own: the next one of the partition covers them, at the latest
 // unackedFlushWithin after the append (storage.AppendHints.FlushWithin).
-func (s *Store) AppendUnacked(ctx context.Context, partition int32, records []group.Record) error {
-	_, _, err := s.appendLocal(partition, records, batch.BuildOptions{}, replica.AppendOpts{FlushWithin: unackedFlushWithin})
+func (s *Store) AppendUnacked(ctx context.Context, partition, leaderEpoch int32, records []group.Record) error {
+	_, _, err := s.appendLocal(partition, records, batch.BuildOptions{}, atEpoch(leaderEpoch, replica.AppendOpts{FlushWithin: unackedFlushWithin}))
 	return err
+}
+
+// atEpoch is opts for a write of a coordinator that loaded the partition at
+// leaderEpoch (replica.AppendOpts.AtLeaderEpoch).
+func atEpoch(leaderEpoch int32, opts replica.AppendOpts) replica.AppendOpts {
+	opts.AtLeaderEpoch, opts.LeaderEpoch = true, leaderEpoch
+	return opts
 }
 
 // unackedFlushWithin bounds how long AppendUnacked's records wait for an fsync
 // of the partition that others' appends start.
 const unackedFlushWithin = 100 * time.Millisecond
 
-func (s *Store) append(ctx context.Context, partition int32, records []group.Record, opts batch.BuildOptions) (int64, error) {
+func (s *Store) append(ctx context.Context, partition, leaderEpoch int32, records []group.Record, opts batch.BuildOptions) (int64, error) {
 	guard, verified := replica.VerificationGuardFrom(ctx)
-	p, res, err := s.appendLocal(partition, records, opts, replica.AppendOpts{Verify: verified, Guard: guard})
+	p, res, err := s.appendLocal(partition, records, opts, atEpoch(leaderEpoch, replica.AppendOpts{Verify: verified, Guard: guard}))
 	if err != nil {
 		return 0, err
 	}
@@ -135,9 +140,9 @@ func (s *Store) append(ctx context.Context, partition int32, records []group.Rec
 	return res.BaseOffset, err
 }
 
-// appendLocal appends records to the leader's log as one batch; a
-// transactional batch that was verified (a TxnOffsetCommit of an older
-// client, see replica.WithVerificationGuard) is appended with its guard
+// appendLocal appends records to the leader's log as one batch at ao's leader
+// epoch; a transactional batch that was verified (a TxnOffsetCommit of an
+// older client, see replica.WithVerificationGuard) is appended with its guard
 // (ao.Verify, ao.Guard); ao.FlushWithin applies to the others.
 func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.BuildOptions, ao replica.AppendOpts) (*replica.Partition, replica.AppendResult, error) {
 	var res replica.AppendResult
@@ -154,13 +159,10 @@ func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.
 	if err != nil {
 		return nil, res, err
 	}
-	switch {
-	case opts.Transactional && ao.Verify:
-		res, err = p.AppendAsCoordinatorVerified(b, ao.Guard)
-	case opts.Transactional:
-		res, err = p.AppendAsCoordinator(b)
-	default:
-		res, err = p.AppendWith(b, -1, replica.AppendOpts{FlushWithin: ao.FlushWithin, Coordinator: true})
+	if opts.Transactional {
+		res, err = p.AppendAsCoordinator(b, replica.AppendOpts{Verify: ao.Verify, Guard: ao.Guard, AtLeaderEpoch: ao.AtLeaderEpoch, LeaderEpoch: ao.LeaderEpoch})
+	} else {
+		res, err = p.AppendWith(b, -1, replica.AppendOpts{FlushWithin: ao.FlushWithin, Coordinator: true, AtLeaderEpoch: ao.AtLeaderEpoch, LeaderEpoch: ao.LeaderEpoch})
 	}
 	switch {
 	case errors.Is(err, replica.ErrRecordTooLarge):
@@ -184,12 +186,12 @@ func lostPartition(err error) bool {
 
 // AppendTxn implements group.TxnOffsetStore: the records become one
 // transactional batch of producer pid (a coordinator's write: no sequence
-// number), appended as leader; it returns the batch's base offset once the
-// high-water mark covers it.
+// number), appended as leader at leaderEpoch (as Append); it returns the
+// batch's base offset once the high-water mark covers it.
 // A batch of an epoch older than the producer's on the partition (a fenced
 // zombie's) is refused with group.ErrInvalidProducerEpoch.
-func (s *Store) AppendTxn(ctx context.Context, partition int32, pid int64, epoch int16, records []group.Record) (int64, error) {
-	return s.append(ctx, partition, records, batch.BuildOptions{
+func (s *Store) AppendTxn(ctx context.Context, partition, leaderEpoch int32, pid int64, epoch int16, records []group.Record) (int64, error) {
+	return s.append(ctx, partition, leaderEpoch, records, batch.BuildOptions{
 		Idempotent: true, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: -1, Transactional: true,
 	})
 }
@@ -284,12 +286,7 @@ func (s *Store) load(ctx context.Context, p *replica.Partition) {
 	// The coordinator refuses a partition it still holds from an earlier
 	// leadership that was not unloaded in between; make sure it starts clean.
 	coord.UnloadPartition(p.Index)
-	load := func() error { return coord.LoadPartition(ctx, p.Index, records(p)) }
-	if el, ok := coord.(EpochLoader); ok {
-		epoch := p.LeaderEpoch()
-		load = func() error { return el.LoadPartitionAt(ctx, p.Index, epoch, records(p)) }
-	}
-	if err := load(); err != nil && ctx.Err() == nil {
+	if err := coord.LoadPartitionAt(ctx, p.Index, p.LeaderEpoch(), records(p)); err != nil && ctx.Err() == nil {
 		s.log.Error("loading group partition", "partition", p.Index, "err", err)
 	}
 }

@@ -79,7 +79,7 @@ func TestAppendErrors(t *testing.T) {
 	s, _ := newTestStore(t, nil)
 	ctx := context.Background()
 	small := []group.Record{{Key: []byte("k"), Value: []byte("v")}}
-	if _, err := s.Append(ctx, 0, small); err != nil {
+	if _, err := s.Append(ctx, 0, 0, small); err != nil {
 		t.Fatalf("append to the led partition: %v", err)
 	}
 	for _, tc := range []struct {
@@ -92,13 +92,75 @@ func TestAppendErrors(t *testing.T) {
 		{"led by another broker", 1, small, group.ErrNotCoordinator},
 		{"too large", 0, []group.Record{{Key: []byte("k"), Value: make([]byte, 300)}}, group.ErrRecordTooLarge},
 	} {
-		if _, err := s.Append(ctx, tc.partition, tc.records); !errors.Is(err, tc.want) {
+		if _, err := s.Append(ctx, tc.partition, 0, tc.records); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Append = %v, want %v", tc.name, err, tc.want)
 		}
-		if _, err := s.AppendTxn(ctx, tc.partition, 9, 0, tc.records); !errors.Is(err, tc.want) {
+		if _, err := s.AppendTxn(ctx, tc.partition, 0, 9, 0, tc.records); !errors.Is(err, tc.want) {
 			t.Errorf("%s: AppendTxn = %v, want %v", tc.name, err, tc.want)
 		}
 	}
+}
+
+// TestAppendFencedByLeaderEpoch: a coordinator's write carries the leader
+// epoch it loaded the partition at. Once this broker leads the partition at a
+// newer epoch (a reassignment bumps it with the leader unchanged, and the
+// coordinator loads the partition again), every append of the older epoch is
+// refused with group.ErrNotCoordinator, so none lands after the new load read
+// the log; the new epoch's are written.
+func TestAppendFencedByLeaderEpoch(t *testing.T) {
+	loads := &epochCoordinator{}
+	s, m := newTestStore(t, loads)
+	ctx := context.Background()
+	small := []group.Record{{Key: []byte("k"), Value: []byte("v")}}
+	bumped, err := metadata.ApplyAll(testImage(t), []metadata.Record{
+		&metadata.PartitionChangeRecord{TopicID: offsetsID, Partition: 0, Leader: 1, LeaderEpoch: 1, ISR: []int32{1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Apply(bumped.WithOffset(2)); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, "partition 0 loaded at leader epoch 1", func() bool { return slices.Equal(loads.epochsOf(0), []int32{0, 1}) })
+	appends := map[string]func(epoch int32) error{
+		"Append":        func(epoch int32) error { _, err := s.Append(ctx, 0, epoch, small); return err },
+		"AppendUnacked": func(epoch int32) error { return s.AppendUnacked(ctx, 0, epoch, small) },
+		"AppendTxn":     func(epoch int32) error { _, err := s.AppendTxn(ctx, 0, epoch, 9, 0, small); return err },
+	}
+	for name, appendAt := range appends {
+		if err := appendAt(0); !errors.Is(err, group.ErrNotCoordinator) {
+			t.Errorf("%s at the previous leader epoch: %v, want group.ErrNotCoordinator", name, err)
+		}
+		if err := appendAt(1); err != nil {
+			t.Errorf("%s at the leader epoch: %v", name, err)
+		}
+	}
+}
+
+// epochCoordinator records the leader epochs each partition is loaded at.
+type epochCoordinator struct {
+	mu     sync.Mutex
+	epochs map[int32][]int32
+}
+
+func (c *epochCoordinator) LoadPartitionAt(_ context.Context, p, epoch int32, records iter.Seq2[group.Record, error]) error {
+	for range records {
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epochs == nil {
+		c.epochs = map[int32][]int32{}
+	}
+	c.epochs[p] = append(c.epochs[p], epoch)
+	return nil
+}
+
+func (c *epochCoordinator) UnloadPartition(int32) {}
+
+func (c *epochCoordinator) epochsOf(p int32) []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.epochs[p])
 }
 
 // TestAppendStorageError: a log that failed (KAFKA_STORAGE_ERROR) is
@@ -130,12 +192,12 @@ func TestAppendStorageError(t *testing.T) {
 	}
 	small := []group.Record{{Key: []byte("k"), Value: []byte("v")}}
 	failing.Store(true)
-	if _, err := s.Append(context.Background(), 0, small); !errors.Is(err, group.ErrNotCoordinator) {
+	if _, err := s.Append(context.Background(), 0, 0, small); !errors.Is(err, group.ErrNotCoordinator) {
 		t.Errorf("Append to a failed log = %v, want %v", err, group.ErrNotCoordinator)
 	}
 }
 
-// blockingCoordinator's LoadPartition waits for its context and records
+// blockingCoordinator's LoadPartitionAt waits for its context and records
 // what it saw.
 type blockingCoordinator struct {
 	mu       sync.Mutex
@@ -144,7 +206,7 @@ type blockingCoordinator struct {
 	unloaded []int32
 }
 
-func (b *blockingCoordinator) LoadPartition(ctx context.Context, p int32, records iter.Seq2[group.Record, error]) error {
+func (b *blockingCoordinator) LoadPartitionAt(ctx context.Context, p, _ int32, records iter.Seq2[group.Record, error]) error {
 	for _, err := range records {
 		if err != nil {
 			return err
@@ -227,15 +289,15 @@ func TestReplayYieldsLogOrder(t *testing.T) {
 	ctx := context.Background()
 	rec := func(v string) []group.Record { return []group.Record{{Key: []byte("k"), Value: []byte(v)}} }
 	for _, step := range []func() error{
-		func() error { _, err := s.Append(ctx, 0, rec("a")); return err },
-		func() error { _, err := s.AppendTxn(ctx, 0, 1, 0, rec("t1a")); return err },
-		func() error { _, err := s.AppendTxn(ctx, 0, 2, 0, rec("t2")); return err },
-		func() error { _, err := s.Append(ctx, 0, rec("b")); return err },
-		func() error { _, err := s.AppendTxn(ctx, 0, 1, 0, rec("t1b")); return err },
+		func() error { _, err := s.Append(ctx, 0, 0, rec("a")); return err },
+		func() error { _, err := s.AppendTxn(ctx, 0, 0, 1, 0, rec("t1a")); return err },
+		func() error { _, err := s.AppendTxn(ctx, 0, 0, 2, 0, rec("t2")); return err },
+		func() error { _, err := s.Append(ctx, 0, 0, rec("b")); return err },
+		func() error { _, err := s.AppendTxn(ctx, 0, 0, 1, 0, rec("t1b")); return err },
 		func() error { return marker(m, 1, true) },
 		func() error { return marker(m, 2, false) },
-		func() error { _, err := s.AppendTxn(ctx, 0, 3, 0, rec("t3")); return err },
-		func() error { _, err := s.Append(ctx, 0, rec("c")); return err },
+		func() error { _, err := s.AppendTxn(ctx, 0, 0, 3, 0, rec("t3")); return err },
+		func() error { _, err := s.Append(ctx, 0, 0, rec("c")); return err },
 	} {
 		if err := step(); err != nil {
 			t.Fatal(err)
@@ -303,11 +365,11 @@ func TestAppendWaitErrors(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	if _, err := s.Append(ctx, 2, small); !errors.Is(err, context.Canceled) {
+	if _, err := s.Append(ctx, 2, 0, small); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Append cancelled while waiting: %v, want context.Canceled", err)
 	}
 
-	if err := s.AppendUnacked(context.Background(), 2, small); err != nil {
+	if err := s.AppendUnacked(context.Background(), 2, 0, small); err != nil {
 		t.Fatalf("AppendUnacked on the led partition: %v (it must not wait for the high-water mark)", err)
 	}
 	for _, tc := range []struct {
@@ -320,7 +382,7 @@ func TestAppendWaitErrors(t *testing.T) {
 		{"led by another broker", 1, small, group.ErrNotCoordinator},
 		{"too large", 2, []group.Record{{Key: []byte("k"), Value: make([]byte, 300)}}, group.ErrRecordTooLarge},
 	} {
-		if err := s.AppendUnacked(context.Background(), tc.partition, tc.records); !errors.Is(err, tc.want) {
+		if err := s.AppendUnacked(context.Background(), tc.partition, 0, tc.records); !errors.Is(err, tc.want) {
 			t.Errorf("AppendUnacked %s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
@@ -343,7 +405,7 @@ func TestAppendWaitErrors(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_, err := s.Append(ctx, 2, small)
+		_, err := s.Append(ctx, 2, 0, small)
 		done <- err
 	}()
 	wait.For(t, "the append in the log", func() bool { return p.LogEndOffset() > before })
@@ -410,10 +472,10 @@ type gatedUnloadCoordinator struct {
 	mu               sync.Mutex
 	loaded           map[int32]bool
 	loads            int // loads that loaded
-	calls            int // LoadPartition calls returned
+	calls            int // LoadPartitionAt calls returned
 }
 
-func (g *gatedUnloadCoordinator) LoadPartition(ctx context.Context, p int32, _ iter.Seq2[group.Record, error]) error {
+func (g *gatedUnloadCoordinator) LoadPartitionAt(ctx context.Context, p, _ int32, _ iter.Seq2[group.Record, error]) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.calls++

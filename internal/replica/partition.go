@@ -560,6 +560,25 @@ type AppendOpts struct {
 	// message.timestamp.before.max.ms and after.max.ms, as Kafka checks only
 	// a client's.
 	Coordinator bool
+	// AtLeaderEpoch refuses the append with ErrNotLeader unless this broker
+	// leads at LeaderEpoch: the write of a coordinator that loaded the
+	// partition under that leadership. Leading again at a newer epoch (a
+	// reassignment's, with this broker still the leader) makes the
+	// coordinator load the partition again, and a write it began before
+	// must not land after that load read the log, where no state would
+	// hold it.
+	AtLeaderEpoch bool
+	LeaderEpoch   int32
+}
+
+// checkLeaderEpochLocked refuses an append of opts made at another leader
+// epoch than this broker's (AppendOpts.AtLeaderEpoch); appendMu must be held
+// (becomeLeader changes the epoch under it).
+func (p *Partition) checkLeaderEpochLocked(opts AppendOpts) error {
+	if cur := p.leaderEpoch.Load(); opts.AtLeaderEpoch && cur != opts.LeaderEpoch {
+		return fmt.Errorf("%w: a write of leader epoch %d, this broker leads at %d", ErrNotLeader, opts.LeaderEpoch, cur)
+	}
+	return nil
 }
 
 // AppendWith is Append with opts.
@@ -695,6 +714,9 @@ func (p *Partition) appendLocked(records []byte, first batch.Header, opts Append
 	defer p.appendMu.Unlock()
 	if !p.IsLeader() {
 		return AppendResult{}, ErrNotLeader
+	}
+	if err := p.checkLeaderEpochLocked(opts); err != nil {
+		return AppendResult{}, err
 	}
 	// Kafka's order: a duplicate is answered first; then an older epoch,
 	// the verification, the sequence, and a non-transactional batch inside

@@ -362,7 +362,7 @@ func TestLeaderRefusals(t *testing.T) {
 	}{
 		{"keyless record, compacted topic", func() error { _, err := p.Append(batchtest.Build(batchtest.Options{}), 1); return err }, ErrInvalidRecord},
 		{"over max.message.bytes", func() error { _, err := p.Append(big, 1); return err }, ErrRecordTooLarge},
-		{"coordinator batch over max.message.bytes", func() error { _, err := p.AppendAsCoordinator(big); return err }, ErrRecordTooLarge},
+		{"coordinator batch over max.message.bytes", func() error { _, err := p.AppendAsCoordinator(big, AppendOpts{}); return err }, ErrRecordTooLarge},
 		{"record over max.decompressed.message.bytes", func() error { _, err := p.Append(decompressedBig, 1); return err }, batch.ErrInvalid},
 		{"two idempotent batches", func() error { _, err := p.Append(append(idem(0), idem(1)...), 1); return err }, ErrInvalidRecord},
 		{"no batch", func() error { _, err := p.Append(nil, 1); return err }, batch.ErrInvalid},

@@ -264,14 +264,11 @@ func (p *Partition) WriteTxnMarker(m batch.Marker, tv int8) (AppendResult, error
 // the producer's epoch: a batch of an older epoch than the producer's here (a
 // zombie's, fenced by a newer instance or by a marker of transaction version
 // 2) is refused with ErrInvalidProducerEpoch, as Kafka's checkProducerEpoch
-// refuses it, and an accepted batch's epoch becomes the producer's.
-func (p *Partition) AppendAsCoordinator(records []byte) (AppendResult, error) {
-	return p.appendAsCoordinator(records, nil)
-}
-
-// appendAsCoordinator is AppendAsCoordinator with check run under the append
-// lock (appendTrusted).
-func (p *Partition) appendAsCoordinator(records []byte, check func() error) (AppendResult, error) {
+// refuses it, and an accepted batch's epoch becomes the producer's. Of opts,
+// AtLeaderEpoch applies, and Verify: the batch's verification guard, Guard,
+// must still be valid (a TxnOffsetCommit of an older client, verified with the
+// transaction coordinator; replica/verify.go).
+func (p *Partition) AppendAsCoordinator(records []byte, opts AppendOpts) (AppendResult, error) {
 	h, err := batch.Validate(records)
 	if err != nil {
 		return AppendResult{}, err
@@ -281,14 +278,17 @@ func (p *Partition) appendAsCoordinator(records []byte, check func() error) (App
 	}
 	return p.afterMarker(h, func() (AppendResult, error) {
 		return p.appendTrusted(records, storage.AppendHints{}, func() error {
+			if err := p.checkLeaderEpochLocked(opts); err != nil {
+				return err
+			}
 			if p.markerPendingLocked(h) {
 				return fmt.Errorf("%w: producer %d at epoch %d", ErrTxnMarkerPending, h.ProducerID, h.ProducerEpoch)
 			}
 			if e, ok := p.producers.entries[h.ProducerID]; h.Idempotent() && ok && h.ProducerEpoch < e.epoch {
 				return fmt.Errorf("%w: producer %d's batch at epoch %d, the producer is at %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
 			}
-			if check != nil {
-				return check()
+			if opts.Verify {
+				return p.checkVerificationLocked(h, opts.Guard)
 			}
 			return nil
 		})

@@ -545,7 +545,7 @@ func TestNextTxnWaitsForMarker(t *testing.T) {
 		append func(p *Partition, b []byte) (AppendResult, error)
 	}{
 		{"producer", func(p *Partition, b []byte) (AppendResult, error) { return p.Append(b, 1) }},
-		{"coordinator", func(p *Partition, b []byte) (AppendResult, error) { return p.AppendAsCoordinator(b) }},
+		{"coordinator", func(p *Partition, b []byte) (AppendResult, error) { return p.AppendAsCoordinator(b, AppendOpts{}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -820,7 +820,7 @@ func TestCoordinatorBatchesKeepSequenceMinusOne(t *testing.T) {
 	if _, err := p.Append(commit(), 1); !errors.Is(err, ErrInvalidRecord) {
 		t.Fatalf("client batch with sequence -1: %v, want ErrInvalidRecord", err)
 	}
-	if _, err := p.AppendAsCoordinator(commit()); err != nil {
+	if _, err := p.AppendAsCoordinator(commit(), AppendOpts{}); err != nil {
 		t.Fatalf("coordinator batch with sequence -1: %v", err)
 	}
 	mustMarker(t, p, pid, true)
@@ -849,7 +849,7 @@ func TestCoordinatorAppendFencesOlderEpoch(t *testing.T) {
 		}
 		return b
 	}
-	if _, err := p.AppendAsCoordinator(commit(0)); err != nil {
+	if _, err := p.AppendAsCoordinator(commit(0), AppendOpts{}); err != nil {
 		t.Fatalf("commit at epoch 0: %v", err)
 	}
 	if _, err := p.WriteTxnMarker(batch.Marker{ProducerID: pid, ProducerEpoch: 1, Commit: true}, 2); err != nil {
@@ -865,7 +865,7 @@ func TestCoordinatorAppendFencesOlderEpoch(t *testing.T) {
 		{3, nil},
 	} {
 		end := p.LogEndOffset()
-		_, err := p.AppendAsCoordinator(commit(step.epoch))
+		_, err := p.AppendAsCoordinator(commit(step.epoch), AppendOpts{})
 		if !errors.Is(err, step.want) {
 			t.Fatalf("commit at epoch %d: %v, want %v", step.epoch, err, step.want)
 		}
@@ -895,7 +895,7 @@ func TestCoordinatorBatchHasNoLastSequence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.AppendAsCoordinator(b); err != nil {
+	if _, err := p.AppendAsCoordinator(b, AppendOpts{}); err != nil {
 		t.Fatal(err)
 	}
 	ps, err := p.Producers()

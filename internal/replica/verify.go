@@ -31,7 +31,7 @@ import (
 // A transactional offset commit (TxnOffsetCommit v4 and older) is verified the
 // same way on its group's __consumer_offsets partition: the handler starts the
 // verification and asks the coordinator, and the group coordinator's append
-// (AppendAsCoordinatorVerified) checks the guard the handler put in the
+// (AppendAsCoordinator with AppendOpts.Verify) checks the guard the handler put in the
 // request's context (WithVerificationGuard).
 
 // VerificationGuard identifies one verification of a producer's transaction
@@ -105,17 +105,6 @@ func (p *Partition) CancelTxnVerification(pid int64, guard VerificationGuard) {
 	if v, ok := p.verifications[pid]; ok && v.guard == guard {
 		delete(p.verifications, pid)
 	}
-}
-
-// AppendAsCoordinatorVerified is AppendAsCoordinator for a transactional
-// batch verified with guard (0: none was needed when it started), refused as
-// AppendWith with AppendOpts.Verify refuses it.
-func (p *Partition) AppendAsCoordinatorVerified(records []byte, guard VerificationGuard) (AppendResult, error) {
-	first, err := batch.ParseHeader(records)
-	if err != nil {
-		return AppendResult{}, err
-	}
-	return p.appendAsCoordinator(records, func() error { return p.checkVerificationLocked(first, guard) })
 }
 
 // guardKey is the context key of a verification guard.

@@ -154,13 +154,13 @@ func TestCoordinatorAppendVerified(t *testing.T) {
 		}
 		return b
 	}
-	if _, err := p.AppendAsCoordinatorVerified(commit(), 0); !errors.Is(err, ErrInvalidTxnState) {
+	if _, err := p.AppendAsCoordinator(commit(), AppendOpts{Verify: true, Guard: 0}); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("unverified commit opening a transaction: %v, want ErrInvalidTxnState", err)
 	}
 	g := p.StartTxnVerification(pid, 0)
 	mustMarker(t, p, pid, true) // the transaction ended meanwhile
 	end := p.LogEndOffset()
-	if _, err := p.AppendAsCoordinatorVerified(commit(), g); !errors.Is(err, ErrInvalidTxnState) {
+	if _, err := p.AppendAsCoordinator(commit(), AppendOpts{Verify: true, Guard: g}); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("commit verified before its transaction's marker: %v, want ErrInvalidTxnState", err)
 	}
 	if p.LogEndOffset() != end {
@@ -174,7 +174,7 @@ func TestCoordinatorAppendVerified(t *testing.T) {
 	if _, ok := VerificationGuardFrom(context.Background()); ok {
 		t.Fatal("a guard found in a context without one")
 	}
-	if _, err := p.AppendAsCoordinatorVerified(commit(), g); err != nil {
+	if _, err := p.AppendAsCoordinator(commit(), AppendOpts{Verify: true, Guard: g}); err != nil {
 		t.Fatalf("verified commit: %v", err)
 	}
 	if p.LogEndOffset() != end+1 {

@@ -39,11 +39,14 @@ import (
 	"github.com/strata-stream/strata/internal/group"
 )
 
-// StateLog appends records to a partition of StateTopic as its leader and
-// returns once they are committed; offsets.Store on StateTopic is one. An error
-// wrapping group.ErrNotCoordinator means this node does not lead the partition.
+// StateLog appends records to a partition of StateTopic as its leader at
+// leaderEpoch, the epoch the partition was loaded at, and returns once they are
+// committed; offsets.Store on StateTopic is one. An error wrapping
+// group.ErrNotCoordinator means this node does not lead the partition, or no
+// longer at leaderEpoch (a write begun before a reload must not land after the
+// reload read the log).
 type StateLog interface {
-	Append(ctx context.Context, partition int32, records []group.Record) (first int64, err error)
+	Append(ctx context.Context, partition, leaderEpoch int32, records []group.Record) (first int64, err error)
 }
 
 // Coordinator is the share coordinator of one node: the partitions of StateTopic
@@ -56,14 +59,18 @@ type Coordinator struct {
 	loaded map[int32]*stateShard
 }
 
-// stateShard is one loaded partition of StateTopic.
+// stateShard is one loaded partition of StateTopic, loaded at leader epoch
+// epoch.
 type stateShard struct {
-	mu   sync.Mutex
-	keys map[Key]*stateEntry
+	epoch int32
+	mu    sync.Mutex
+	keys  map[Key]*stateEntry
 }
 
-// stateEntry is one key's latest committed value; mu serializes its writes.
+// stateEntry is one key's latest committed value; mu serializes its writes,
+// which carry the leader epoch its partition was loaded at.
 type stateEntry struct {
+	epoch int32
 	mu    sync.Mutex
 	snap  Snapshot
 	found bool
@@ -78,9 +85,16 @@ func NewCoordinator(log StateLog, partitions int32) *Coordinator {
 	return &Coordinator{log: log, partitions: partitions, loaded: map[int32]*stateShard{}}
 }
 
-// LoadPartition rebuilds partition p's keys from its records (offsets.Coordinator).
+// LoadPartition is LoadPartitionAt at leader epoch 0.
 func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.Seq2[group.Record, error]) error {
-	sh := &stateShard{keys: map[Key]*stateEntry{}}
+	return c.LoadPartitionAt(ctx, p, 0, records)
+}
+
+// LoadPartitionAt rebuilds partition p's keys from its records as this node
+// leads p at leader epoch epoch, which its writes then carry
+// (offsets.Coordinator).
+func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, records iter.Seq2[group.Record, error]) error {
+	sh := &stateShard{epoch: epoch, keys: map[Key]*stateEntry{}}
 	for r, err := range records {
 		if err != nil {
 			return err
@@ -106,7 +120,7 @@ func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.S
 		// Every value the coordinator wrote supersedes the one before it; a
 		// value an older Strata (without a coordinator) wrote late may not.
 		if e := sh.keys[k]; e == nil || s.newerThan(e.snap) {
-			sh.keys[k] = &stateEntry{snap: s, found: true}
+			sh.keys[k] = &stateEntry{epoch: epoch, snap: s, found: true}
 		}
 	}
 	c.withLock(func() { c.loaded[p] = sh })
@@ -151,7 +165,7 @@ func (sh *stateShard) entry(k Key, create bool) *stateEntry {
 	defer sh.mu.Unlock()
 	e := sh.keys[k]
 	if e == nil && create {
-		e = &stateEntry{}
+		e = &stateEntry{epoch: sh.epoch}
 		sh.keys[k] = e
 	}
 	return e
@@ -159,8 +173,8 @@ func (sh *stateShard) entry(k Key, create bool) *stateEntry {
 
 // append writes k's value (nil: a tombstone) and returns its code: Kafka 4.4's
 // share coordinator maps a failed write as the group coordinator does.
-func (c *Coordinator) append(ctx context.Context, k Key, value []byte) int16 {
-	_, err := c.log.Append(ctx, statePartition(k, c.partitions), []group.Record{{Key: encodeKey(k), Value: value}})
+func (c *Coordinator) append(ctx context.Context, e *stateEntry, k Key, value []byte) int16 {
+	_, err := c.log.Append(ctx, statePartition(k, c.partitions), e.epoch, []group.Record{{Key: encodeKey(k), Value: value}})
 	return group.AppendErrorCode(err)
 }
 
@@ -182,7 +196,7 @@ func (c *Coordinator) Read(ctx context.Context, k Key, leaderEpoch int32) (Snaps
 	default:
 		next := e.snap
 		next.LeaderEpoch = leaderEpoch
-		if code := c.append(ctx, k, encodeSnapshot(next)); code != 0 {
+		if code := c.append(ctx, e, k, encodeSnapshot(next)); code != 0 {
 			return Snapshot{}, false, code
 		}
 		e.snap = next
@@ -224,7 +238,7 @@ func (c *Coordinator) Write(ctx context.Context, k Key, s Snapshot) int16 {
 	case s.LeaderEpoch < 0:
 		s.LeaderEpoch = e.snap.LeaderEpoch
 	}
-	if code := c.append(ctx, k, encodeSnapshot(s)); code != 0 {
+	if code := c.append(ctx, e, k, encodeSnapshot(s)); code != 0 {
 		return code
 	}
 	e.snap, e.found = s, true
@@ -247,7 +261,7 @@ func (c *Coordinator) Initialize(ctx context.Context, k Key, stateEpoch int32, s
 		}
 		s.LeaderEpoch = e.snap.LeaderEpoch
 	}
-	if code := c.append(ctx, k, encodeSnapshot(s)); code != 0 {
+	if code := c.append(ctx, e, k, encodeSnapshot(s)); code != 0 {
 		return code
 	}
 	e.snap, e.found = s, true
@@ -261,7 +275,7 @@ func (c *Coordinator) Delete(ctx context.Context, k Key) int16 {
 		return code
 	}
 	defer e.mu.Unlock()
-	if code := c.append(ctx, k, nil); code != 0 {
+	if code := c.append(ctx, e, k, nil); code != 0 {
 		return code
 	}
 	e.snap, e.found = Snapshot{}, false

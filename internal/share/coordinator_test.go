@@ -24,7 +24,7 @@ type memStateLog struct {
 	deposed bool // appends fail as on a node that lost the partition
 }
 
-func (l *memStateLog) Append(_ context.Context, p int32, records []group.Record) (int64, error) {
+func (l *memStateLog) Append(_ context.Context, p, _ int32, records []group.Record) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.deposed {
@@ -147,7 +147,7 @@ func TestCoordinatorFencing(t *testing.T) {
 	legacy := &memStateLog{}
 	reset := Snapshot{StateEpoch: 2, LeaderEpoch: 3, Start: 40}
 	for _, v := range []Snapshot{{StateEpoch: 1, LeaderEpoch: 3, Start: 10}, reset, {StateEpoch: 1, LeaderEpoch: 4, Start: 12}} {
-		_, _ = legacy.Append(ctx, p, []group.Record{{Key: encodeKey(k), Value: encodeSnapshot(v)}})
+		_, _ = legacy.Append(ctx, p, 0, []group.Record{{Key: encodeKey(k), Value: encodeSnapshot(v)}})
 	}
 	c4 := NewCoordinator(legacy, 4)
 	if err := c4.LoadPartition(ctx, p, legacy.replay(p)); err != nil {
@@ -280,11 +280,11 @@ type failingStateLog struct {
 	err error
 }
 
-func (l *failingStateLog) Append(ctx context.Context, p int32, records []group.Record) (int64, error) {
+func (l *failingStateLog) Append(ctx context.Context, p, epoch int32, records []group.Record) (int64, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	return l.memStateLog.Append(ctx, p, records)
+	return l.memStateLog.Append(ctx, p, epoch, records)
 }
 
 // TestCoordinatorWriteFailureCodes checks the codes of state writes that fail,

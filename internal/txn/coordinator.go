@@ -35,10 +35,13 @@ var (
 // (acks=all: replicated and, with the group-commit flush policy, fsynced).
 // AppendUnacked returns once they are in the leader's log, in order with every
 // other append, without waiting for them to be committed; they need start no
-// fsync of their own (a later append's covers them).
+// fsync of their own (a later append's covers them). leaderEpoch is the
+// coordinator epoch the partition was loaded at: the store refuses the
+// records (group.ErrNotCoordinator) unless the broker still leads at it, so a
+// write begun before a reload never lands after the reload read the log.
 type Store interface {
-	Append(ctx context.Context, partition int32, records []group.Record) (first int64, err error)
-	AppendUnacked(ctx context.Context, partition int32, records []group.Record) error
+	Append(ctx context.Context, partition, leaderEpoch int32, records []group.Record) (first int64, err error)
+	AppendUnacked(ctx context.Context, partition, leaderEpoch int32, records []group.Record) error
 }
 
 // Markers is one round of transaction markers to write.
@@ -438,7 +441,7 @@ func (c *Coordinator) releaseOverlap(e *entry, next *Meta) {
 // that is not in the log yet (one batch: the records are committed together),
 // and waits for its commit unless unacked; e must be held. The partitions
 // pre-added by the id's last state are no longer: next replaces it.
-func (c *Coordinator) write(ctx context.Context, p int32, id string, e *entry, next Meta, unacked bool) error {
+func (c *Coordinator) write(ctx context.Context, p int32, pt *partition, id string, e *entry, next Meta, unacked bool) error {
 	recs := []group.Record{encodeRecord(id, next)}
 	c.withLock(func() {
 		if e.unwritten {
@@ -447,9 +450,9 @@ func (c *Coordinator) write(ctx context.Context, p int32, id string, e *entry, n
 		e.preadded = nil
 	})
 	if unacked {
-		return c.store.AppendUnacked(ctx, p, recs)
+		return c.store.AppendUnacked(ctx, p, pt.epoch, recs)
 	}
-	_, err := c.store.Append(ctx, p, recs)
+	_, err := c.store.Append(ctx, p, pt.epoch, recs)
 	return err
 }
 
@@ -490,7 +493,7 @@ func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, 
 		return Meta{}, ke.Code
 	}
 	if prep != nil {
-		return c.overlapChange(ctx, p, id, e, prep, decide)
+		return c.overlapChange(ctx, p, pt, id, e, prep, decide)
 	}
 	var cur *Meta
 	var preadded []TopicPartition
@@ -513,7 +516,7 @@ func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, 
 		}
 		return Meta{}, tr.code
 	}
-	if err := c.write(ctx, p, id, e, tr.next, preadds(cur, tr, preadded)); err != nil {
+	if err := c.write(ctx, p, pt, id, e, tr.next, preadds(cur, tr, preadded)); err != nil {
 		c.release(pt, id, e, nil)
 		return Meta{}, group.AppendErrorCode(err) // Kafka's TransactionStateManager maps a failed append as the group coordinator does
 	}
@@ -531,7 +534,7 @@ func (c *Coordinator) changeOverlapping(ctx context.Context, id string, create, 
 // overlapChange runs an overlapping request (changeOverlapping) while the
 // markers of prep are written: e holds prep itself or, after an earlier
 // overlapping request, the next transaction's Ongoing state.
-func (c *Coordinator) overlapChange(ctx context.Context, p int32, id string, e *entry, prep *Meta, decide func(cur *Meta) (transition, error)) (Meta, int16) {
+func (c *Coordinator) overlapChange(ctx context.Context, p int32, pt *partition, id string, e *entry, prep *Meta, decide func(cur *Meta) (transition, error)) (Meta, int16) {
 	var cur Meta
 	var preadded []TopicPartition
 	c.withLock(func() { cur, preadded = e.meta, e.preadded })
@@ -554,7 +557,7 @@ func (c *Coordinator) overlapChange(ctx context.Context, p int32, id string, e *
 		return Meta{}, kerr.ConcurrentTransactions.Code
 	}
 	tr.next.Owed = prep.owed()
-	if err := c.write(ctx, p, id, e, tr.next, preadds(&cur, tr, preadded)); err != nil {
+	if err := c.write(ctx, p, pt, id, e, tr.next, preadds(&cur, tr, preadded)); err != nil {
 		c.releaseOverlap(e, nil)
 		return Meta{}, group.AppendErrorCode(err)
 	}
@@ -844,7 +847,7 @@ func (c *Coordinator) writeCompleted(p int32, pt *partition, id string, e *entry
 			}
 			continue
 		}
-		err := c.store.AppendUnacked(pt.ctx, p, []group.Record{rec})
+		err := c.store.AppendUnacked(pt.ctx, p, pt.epoch, []group.Record{rec})
 		c.withLock(func() {
 			if err == nil {
 				e.unwritten = false
@@ -917,7 +920,7 @@ func (c *Coordinator) expireIDs() {
 		for i, id := range j.ids {
 			recs[i] = tombstone(id)
 		}
-		_, err := c.store.Append(j.pt.ctx, j.p, recs)
+		_, err := c.store.Append(j.pt.ctx, j.p, j.pt.epoch, recs)
 		for i, id := range j.ids {
 			if err == nil {
 				c.withLock(func() { j.es[i].exists = false }) // release forgets it
@@ -969,7 +972,7 @@ func (c *Coordinator) holdIdle(lastMs int64) []idleIDs {
 // epoch is bumped (the producer is fenced) and the abort written.
 func (c *Coordinator) expireTxns() {
 	for _, j := range c.holdExpired(c.nowMs()) {
-		if err := c.write(j.pt.ctx, j.p, j.id, j.e, j.next, false); err != nil {
+		if err := c.write(j.pt.ctx, j.p, j.pt, j.id, j.e, j.next, false); err != nil {
 			c.release(j.pt, j.id, j.e, nil) // tried again at the next tick
 			continue
 		}

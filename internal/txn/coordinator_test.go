@@ -30,11 +30,28 @@ type memStore struct {
 	// loseUnacked: AppendUnacked answers success and keeps nothing, as a
 	// crash before the batch's commit would.
 	loseUnacked bool
+	// epochs is the leader epoch the broker leads each partition at (0
+	// unless set): an append of another is refused, as offsets.Store
+	// refuses it.
+	epochs map[int32]int32
+	// stall, while set, holds the next append before it reaches the log,
+	// after telling stalled, until stall is closed.
+	stall, stalled chan struct{}
 }
 
-func (s *memStore) Append(_ context.Context, p int32, recs []group.Record) (int64, error) {
+func (s *memStore) Append(_ context.Context, p, epoch int32, recs []group.Record) (int64, error) {
 	s.mu.Lock()
+	if stall := s.stall; stall != nil {
+		s.stall = nil
+		s.mu.Unlock()
+		close(s.stalled)
+		<-stall
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
+	if cur := s.epochs[p]; epoch != cur {
+		return 0, fmt.Errorf("%w: a write of leader epoch %d, led at %d", group.ErrNotCoordinator, epoch, cur)
+	}
 	if s.fail != nil {
 		s.failed = append(s.failed, time.Now())
 		return 0, s.fail
@@ -66,7 +83,7 @@ func (s *memStore) states(t *testing.T, p int32) ([]State, int) {
 
 // AppendUnacked is Append (memStore commits at once), counted, unless
 // loseUnacked.
-func (s *memStore) AppendUnacked(ctx context.Context, p int32, recs []group.Record) error {
+func (s *memStore) AppendUnacked(ctx context.Context, p, epoch int32, recs []group.Record) error {
 	s.mu.Lock()
 	lose := s.loseUnacked && s.fail == nil
 	if s.fail == nil {
@@ -76,8 +93,28 @@ func (s *memStore) AppendUnacked(ctx context.Context, p int32, recs []group.Reco
 	if lose {
 		return nil
 	}
-	_, err := s.Append(ctx, p, recs)
+	_, err := s.Append(ctx, p, epoch, recs)
 	return err
+}
+
+// lead makes the broker lead partition p at leader epoch epoch.
+func (s *memStore) lead(p, epoch int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.epochs == nil {
+		s.epochs = map[int32]int32{}
+	}
+	s.epochs[p] = epoch
+}
+
+// stallNext holds the next append before it reaches the log until the
+// returned release is called; stalled is closed once it waits.
+func (s *memStore) stallNext() (stalled <-chan struct{}, release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stall := make(chan struct{})
+	s.stall, s.stalled = stall, make(chan struct{})
+	return s.stalled, sync.OnceFunc(func() { close(stall) })
 }
 
 func (s *memStore) replay(p int32) iter.Seq2[group.Record, error] {
@@ -206,6 +243,7 @@ func newFixtureGated(t *testing.T, store *memStore, epoch int32, completeDelay t
 		func(context.Context) (int64, error) { mu.Lock(); defer mu.Unlock(); pids++; return pids, nil },
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(f.c.Close)
+	store.lead(0, epoch)
 	if err := f.c.LoadPartitionAt(context.Background(), 0, epoch, store.replay(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -671,6 +709,53 @@ func TestCoordinatorCompleted(t *testing.T) {
 	}
 }
 
+// TestWriteBeforeReloadIsFenced: this broker leads the partition again at a
+// newer leader epoch (a reassignment's bump) while an add's state write is on
+// its way to the log, and the partition is loaded again meanwhile. The write
+// carries the epoch of the load that began it, so the store refuses it and the
+// add is answered NOT_COORDINATOR: the reload never saw it, and answered
+// success it left the reloaded coordinator a transaction without the
+// partition, whose commit then skipped it (finding 22 of
+// docs/reliability.md: a copy stage's offsets left out of its commit).
+func TestWriteBeforeReloadIsFenced(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	f := newFixture(t, store)
+	pid, epoch, _ := f.c.InitProducerID(ctx, "tx", 10000, -1, -1)
+	if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("out", 0)}); got != 0 {
+		t.Fatalf("AddPartitions: %d", got)
+	}
+
+	stalled, release := store.stallNext()
+	defer release()
+	added := make(chan int16, 1)
+	go func() { added <- f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("offsets", 0)}) }()
+	<-stalled
+	store.lead(0, 1)
+	f.c.UnloadPartition(0)
+	if err := f.c.LoadPartitionAt(ctx, 0, 1, store.replay(0)); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if got := <-added; got != code(kerr.NotCoordinator) {
+		t.Fatalf("add written under the previous load: %d, want NOT_COORDINATOR", got)
+	}
+
+	// The client's retry reaches the reloaded coordinator, whose commit
+	// names the partition.
+	if got := f.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{tp("offsets", 0)}); got != 0 {
+		t.Fatalf("retried AddPartitions: %d", got)
+	}
+	if got := endCode(f.c.EndTxn(ctx, "tx", pid, epoch, true, false)); got != 0 {
+		t.Fatalf("EndTxn: %d", got)
+	}
+	f.waitState(t, "tx", CompleteCommit)
+	mk := f.markers.all()
+	if len(mk) != 1 || !slices.Equal(mk[0].Partitions, []TopicPartition{tp("offsets", 0), tp("out", 0)}) || mk[0].CoordinatorEpoch != 1 {
+		t.Fatalf("markers %+v, want one round on offsets-0 and out-0 at coordinator epoch 1", mk)
+	}
+}
+
 // TestCoordinatorEpochOnMarkers: markers carry the epoch the partition was
 // loaded at; a partition's TRANSACTION_COORDINATOR_FENCED stops the completion
 // (no completed state is written: the newer coordinator owns the transaction).
@@ -776,7 +861,7 @@ func TestUnloadDuringLoad(t *testing.T) {
 	store := &memStore{}
 	for i := range ids {
 		r := encodeRecord(fmt.Sprintf("tx-%d", i), Meta{ProducerID: int64(i), State: Empty, StartMs: -1})
-		store.Append(ctx, 0, []group.Record{r})
+		store.Append(ctx, 0, 0, []group.Record{r})
 	}
 	c := New(Config{Partitions: 1, MaxTimeout: time.Minute, AbortInterval: time.Hour},
 		store, &memMarkers{}, func(context.Context) (int64, error) { return 1, nil }, slog.New(slog.NewTextHandler(io.Discard, nil)))

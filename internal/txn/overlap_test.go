@@ -175,7 +175,7 @@ func TestOverlapAcceptsNextAdd(t *testing.T) {
 				tc.meta(&m)
 				epoch = m.ProducerEpoch
 			}
-			store.Append(ctx, 0, []group.Record{encodeRecord("tx", m)})
+			store.Append(ctx, 0, 0, []group.Record{encodeRecord("tx", m)})
 			f := newFixtureWith(t, store, 0, time.Hour)
 			gate := gateMarkers(f)
 			defer close(gate)
@@ -283,6 +283,7 @@ func TestOverlapCrash(t *testing.T) {
 				second := &fixture{store: store, markers: &memMarkers{gate: make(chan struct{})}, clock: f.clock}
 				second.c = New(f.c.cfg, store, second.markers, f.c.newPID, f.c.log)
 				defer second.c.Close()
+				store.lead(0, 1)
 				if err := second.c.LoadPartitionAt(ctx, 0, 1, store.replay(0)); err != nil {
 					t.Fatal(err)
 				}
