@@ -39,9 +39,11 @@
 //
 //  1. New(cfg, store, logger). store is the broker's OffsetStore on __consumer_offsets;
 //     cfg.Topics tells the KIP-848 assignors which topics exist.
-//  2. When this node becomes leader of partition p of __consumer_offsets, call
-//     LoadPartition(ctx, p, records) with the partition's records from its start; when
-//     it stops leading p, UnloadPartition(p). A single node loads every partition.
+//  2. When this node becomes leader of partition p of __consumer_offsets at leader
+//     epoch e, call LoadPartitionAt(ctx, p, e, records) with the partition's records
+//     from its start (every append for p then carries e: a write begun under an
+//     earlier load is refused once p is loaded again); when it stops leading p,
+//     UnloadPartition(p). A single node loads every partition.
 //  3. Kafka handlers pass decoded kmsg requests (version set) to the method of the same
 //     name and send back the response, which has the request's version. Put the
 //     client id and address in ctx with WithClient for JoinGroup. Handlers check the

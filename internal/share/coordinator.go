@@ -6,8 +6,8 @@ package share
 // ReadShareGroupState, WriteShareGroupState, DeleteShareGroupState, served by
 // package handlers). It keeps the latest value of each key in memory, rebuilt
 // from the partition when this node becomes its leader (offsets.Store drives
-// LoadPartition and UnloadPartition, as for the group and transaction
-// coordinators), and serializes the writes of one key, checking each against
+// LoadPartitionAt and UnloadPartition, as for the group and transaction
+// coordinators; writes carry the leader epoch of the load), and serializes the writes of one key, checking each against
 // the value it would replace:
 //
 //   - a write whose state epoch is older than the stored one is refused with

@@ -6,8 +6,10 @@
 //
 //  1. offsets.Store calls LoadPartitionAt when this broker becomes leader of a
 //     partition of __transaction_state, with the partition's leader epoch (the
-//     coordinator epoch its markers carry) and its records; transactions found
-//     prepared are completed again. UnloadPartition when leadership goes.
+//     coordinator epoch its markers carry, and the epoch every state write
+//     carries: the Store refuses one of an earlier load) and its records;
+//     transactions found prepared are completed again. UnloadPartition when
+//     leadership goes.
 //  2. The handlers call InitProducerID, AddPartitions, VerifyPartitions and
 //     EndTxn; each returns a Kafka error code. At most one change per
 //     transactional id is in flight; others get CONCURRENT_TRANSACTIONS, and
