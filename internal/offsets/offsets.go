@@ -160,9 +160,10 @@ func (s *Store) appendLocal(partition int32, records []group.Record, opts batch.
 		return nil, res, err
 	}
 	if opts.Transactional {
-		res, err = p.AppendAsCoordinator(b, replica.AppendOpts{Verify: ao.Verify, Guard: ao.Guard, AtLeaderEpoch: ao.AtLeaderEpoch, LeaderEpoch: ao.LeaderEpoch})
+		res, err = p.AppendAsCoordinator(b, ao)
 	} else {
-		res, err = p.AppendWith(b, -1, replica.AppendOpts{FlushWithin: ao.FlushWithin, Coordinator: true, AtLeaderEpoch: ao.AtLeaderEpoch, LeaderEpoch: ao.LeaderEpoch})
+		ao.Verify, ao.Coordinator = false, true
+		res, err = p.AppendWith(b, -1, ao)
 	}
 	switch {
 	case errors.Is(err, replica.ErrRecordTooLarge):
