@@ -136,6 +136,29 @@ func newTestCoordinator(t testing.TB, store *memStore) *Coordinator {
 	return c
 }
 
+// TestAppendsCarryTheLoadsEpoch: a partition's writes carry the leader epoch
+// it was loaded at; once the broker leads it at a newer one (before the
+// reload), the store refuses them and the commit is NOT_COORDINATOR.
+func TestAppendsCarryTheLoadsEpoch(t *testing.T) {
+	store := newMemStore()
+	c := New(DefaultConfig(), store, nil)
+	p := PartitionFor("g", c.cfg.OffsetsTopicPartitions)
+	store.epochs = map[int32]int32{p: 4}
+	if err := c.LoadPartitionAt(context.Background(), p, 4, store.records(p)); err != nil {
+		t.Fatal(err)
+	}
+	commit := map[topicPartition]int64{{"t", 0}: 10}
+	if code := simpleCommit(c, "g", 8, commit).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("commit at the load's epoch: %v", kerr.ErrorForCode(code))
+	}
+	store.mu.Lock()
+	store.epochs[p] = 5
+	store.mu.Unlock()
+	if code := simpleCommit(c, "g", 8, commit).Topics[0].Partitions[0].ErrorCode; code != kerr.NotCoordinator.Code {
+		t.Fatalf("commit led at a newer epoch: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
+	}
+}
+
 func simpleCommit(c *Coordinator, group string, version int16, offsets map[topicPartition]int64) *kmsg.OffsetCommitResponse {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Version = version

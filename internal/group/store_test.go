@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"math/rand/v2"
 	"slices"
@@ -18,6 +19,7 @@ type memStore struct {
 	fail    error           // returned by appends while set
 	once    bool            // fail is cleared once returned (failOnce)
 	block   chan struct{}   // appends wait for it to close while set
+	epochs  map[int32]int32 // the leader epoch each partition is led at (0 unless set): appends of another are refused
 	jitter  bool            // appends pause up to 200µs before and after writing, as replication would
 	appends int
 	waiting int // appends waiting for block to close
@@ -27,7 +29,7 @@ func newMemStore() *memStore {
 	return &memStore{logs: make(map[int32][]Record), ends: make(map[int32]int64)}
 }
 
-func (s *memStore) Append(ctx context.Context, p, _ int32, recs []Record) (int64, error) {
+func (s *memStore) Append(ctx context.Context, p, epoch int32, recs []Record) (int64, error) {
 	s.mu.Lock()
 	block, jitter := s.block, s.jitter
 	s.mu.Unlock()
@@ -50,6 +52,10 @@ func (s *memStore) Append(ctx context.Context, p, _ int32, recs []Record) (int64
 		}
 	}
 	s.mu.Lock()
+	if led := s.epochs[p]; epoch != led {
+		s.mu.Unlock()
+		return 0, fmt.Errorf("%w: a write of leader epoch %d, led at %d", ErrNotCoordinator, epoch, led)
+	}
 	if err := s.fail; err != nil {
 		if s.once {
 			s.fail, s.once = nil, false
