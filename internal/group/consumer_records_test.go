@@ -122,7 +122,7 @@ func TestConsumerRecordErrors(t *testing.T) {
 		store := newMemStore()
 		c := New(DefaultConfig(), store, nil)
 		store.logs[0] = []Record{rec}
-		if err := c.LoadPartition(context.Background(), 0, store.records(0)); !errors.Is(err, ErrCorruptRecord) {
+		if err := c.LoadPartitionAt(context.Background(), 0, 0, store.records(0)); !errors.Is(err, ErrCorruptRecord) {
 			t.Errorf("%s: the partition loaded with %v", name, err)
 		}
 		c.Close()

@@ -529,17 +529,12 @@ func (p *partition) snapshot() []*group {
 	return gs
 }
 
-// LoadPartition makes this node the coordinator of partition p of __consumer_offsets.
+// LoadPartitionAt makes this node the coordinator of partition p of __consumer_offsets,
+// led here at leader epoch epoch, which the partition's appends carry (OffsetStore).
 // records replays the partition from its start in log order (a non-nil error aborts
 // the load); the latest value of each key wins and tombstones delete. Until it
 // returns, requests for the partition's groups get COORDINATOR_LOAD_IN_PROGRESS.
 // Groups with members come back Stable with fresh session timeouts.
-func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.Seq2[Record, error]) error {
-	return c.LoadPartitionAt(ctx, p, 0, records)
-}
-
-// LoadPartitionAt is LoadPartition as this broker leads p at leader epoch
-// epoch, which the partition's appends then carry (OffsetStore).
 func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, records iter.Seq2[Record, error]) error {
 	if p < 0 || p >= c.cfg.OffsetsTopicPartitions {
 		return fmt.Errorf("group: partition %d outside %s's %d partitions", p, OffsetsTopic, c.cfg.OffsetsTopicPartitions)

@@ -205,7 +205,7 @@ func TestCloseAnswersWaiters(t *testing.T) {
 	if r := c.ListGroups(context.Background(), kmsg.NewPtrListGroupsRequest()); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("list after Close: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
-	if err := c.LoadPartition(context.Background(), 0, newMemStore().records(0)); !errors.Is(err, ErrClosed) {
+	if err := c.LoadPartitionAt(context.Background(), 0, 0, newMemStore().records(0)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("load after Close: %v", err)
 	}
 	if _, err := c.CommittedOffsets("g"); !errors.Is(err, ErrClosed) {

@@ -173,10 +173,10 @@ func TestLoadPartition(t *testing.T) {
 	if code := fetchCode(); code != kerr.NotCoordinator.Code {
 		t.Fatalf("before load: %v", kerr.ErrorForCode(code))
 	}
-	if err := c.LoadPartition(ctx, 50, newMemStore().records(0)); err == nil {
+	if err := c.LoadPartitionAt(ctx, 50, 0, newMemStore().records(0)); err == nil {
 		t.Fatal("partition 50 of 50 loaded")
 	}
-	if err := c.LoadPartition(ctx, -1, newMemStore().records(0)); err == nil {
+	if err := c.LoadPartitionAt(ctx, -1, 0, newMemStore().records(0)); err == nil {
 		t.Fatal("partition -1 loaded")
 	}
 
@@ -184,7 +184,7 @@ func TestLoadPartition(t *testing.T) {
 	release := make(chan struct{})
 	loaded := make(chan error)
 	go func() {
-		loaded <- c.LoadPartition(ctx, p, blockingRecords([]Record{{
+		loaded <- c.LoadPartitionAt(ctx, p, 0, blockingRecords([]Record{{
 			Key: offsetKey("g", topicPartition{"t", 0}), Value: offsetValue(offsetCommit{offset: 5}),
 		}}, release))
 	}()
@@ -207,7 +207,7 @@ func TestLoadPartition(t *testing.T) {
 	if r := c.JoinGroup(ctx, jr); r.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
 		t.Fatalf("join while loading: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
-	if err := c.LoadPartition(ctx, p, newMemStore().records(0)); !errors.Is(err, ErrAlreadyLoaded) {
+	if err := c.LoadPartitionAt(ctx, p, 0, newMemStore().records(0)); !errors.Is(err, ErrAlreadyLoaded) {
 		t.Fatalf("second load: %v", err)
 	}
 	close(release)
@@ -221,7 +221,7 @@ func TestLoadPartition(t *testing.T) {
 	// Unloaded while loading: the load reports it and the partition stays unowned.
 	c.UnloadPartition(p)
 	release = make(chan struct{})
-	go func() { loaded <- c.LoadPartition(ctx, p, blockingRecords(nil, release)) }()
+	go func() { loaded <- c.LoadPartitionAt(ctx, p, 0, blockingRecords(nil, release)) }()
 	wait.For(t, "the condition", func() bool { return fetchCode() == kerr.CoordinatorLoadInProgress.Code })
 	c.UnloadPartition(p)
 	close(release)
@@ -235,12 +235,12 @@ func TestLoadPartition(t *testing.T) {
 	// A read error or a corrupt record fails the load and leaves the partition unowned.
 	readErr := errors.New("segment unreadable")
 	failing := func(yield func(Record, error) bool) { yield(Record{}, readErr) }
-	if err := c.LoadPartition(ctx, p, failing); !errors.Is(err, readErr) {
+	if err := c.LoadPartitionAt(ctx, p, 0, failing); !errors.Is(err, readErr) {
 		t.Fatalf("load with read error: %v", err)
 	}
 	corrupt := newMemStore()
 	_, _ = corrupt.Append(ctx, p, 0, []Record{{Key: groupKey("g"), Value: []byte{0, 3, 1}}})
-	if err := c.LoadPartition(ctx, p, corrupt.records(p)); !errors.Is(err, ErrCorruptRecord) {
+	if err := c.LoadPartitionAt(ctx, p, 0, corrupt.records(p)); !errors.Is(err, ErrCorruptRecord) {
 		t.Fatalf("load with corrupt record: %v", err)
 	}
 	if code := fetchCode(); code != kerr.NotCoordinator.Code {
@@ -249,7 +249,7 @@ func TestLoadPartition(t *testing.T) {
 	// A cancelled context aborts the load.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := c.LoadPartition(cctx, p, newMemStore().records(0)); !errors.Is(err, context.Canceled) {
+	if err := c.LoadPartitionAt(cctx, p, 0, newMemStore().records(0)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("load with cancelled context: %v", err)
 	}
 }

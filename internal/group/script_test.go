@@ -351,7 +351,7 @@ func (h *harness) run(cmd string) []string {
 	case "load":
 		g := parseArgs(rest).str("group", "")
 		p := PartitionFor(g, h.cfg.OffsetsTopicPartitions)
-		if err := h.coord().LoadPartition(context.Background(), p, h.store.records(p)); err != nil {
+		if err := h.coord().LoadPartitionAt(context.Background(), p, 0, h.store.records(p)); err != nil {
 			out = append(out, "load: "+err.Error())
 		}
 	case "store":

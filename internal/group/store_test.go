@@ -144,7 +144,7 @@ func (s *memStore) records(p int32) iter.Seq2[Record, error] {
 // loadAll loads every partition of c from s.
 func loadAll(ctx context.Context, c *Coordinator, s *memStore) error {
 	for p := range c.cfg.OffsetsTopicPartitions {
-		if err := c.LoadPartition(ctx, p, s.records(p)); err != nil {
+		if err := c.LoadPartitionAt(ctx, p, 0, s.records(p)); err != nil {
 			return err
 		}
 	}

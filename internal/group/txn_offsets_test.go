@@ -106,7 +106,7 @@ func TestTxnOffsetCommit(t *testing.T) {
 	txnCommit(c, "g", 9, -1, 12)
 	c2 := New(cfg, store, nil)
 	t.Cleanup(c2.Close)
-	if err := c2.LoadPartition(context.Background(), part, store.records(part)); err != nil {
+	if err := c2.LoadPartitionAt(context.Background(), part, 0, store.records(part)); err != nil {
 		t.Fatal(err)
 	}
 	if off, code := fetchStable(c2, "g", true); code != kerr.UnstableOffsetCommit.Code || off != -1 {

@@ -285,7 +285,7 @@ func (fakeStateLog) Append(context.Context, int32, int32, []group.Record) (int64
 func TestShareStateErrors(t *testing.T) {
 	k := share.Key{Group: "g", TopicID: errTopicID, Partition: 0}
 	coord := share.NewCoordinator(fakeStateLog{}, share.DefaultStateTopicPartitions)
-	if err := coord.LoadPartition(context.Background(), share.StatePartition(k, share.DefaultStateTopicPartitions), func(func(group.Record, error) bool) {}); err != nil {
+	if err := coord.LoadPartitionAt(context.Background(), share.StatePartition(k, share.DefaultStateTopicPartitions), 0, func(func(group.Record, error) bool) {}); err != nil {
 		t.Fatal(err)
 	}
 	h := newErrorsHandlersWith(t, Config{ShareCoordinator: coord})

@@ -21,7 +21,7 @@ func TestReadShareGroupStateSummary(t *testing.T) {
 	k := share.Key{Group: "g", TopicID: errTopicID, Partition: 0}
 	coord := share.NewCoordinator(fakeStateLog{}, share.DefaultStateTopicPartitions)
 	ctx := context.Background()
-	if err := coord.LoadPartition(ctx, share.StatePartition(k, share.DefaultStateTopicPartitions), func(func(group.Record, error) bool) {}); err != nil {
+	if err := coord.LoadPartitionAt(ctx, share.StatePartition(k, share.DefaultStateTopicPartitions), 0, func(func(group.Record, error) bool) {}); err != nil {
 		t.Fatal(err)
 	}
 	// State epoch 1 from offset 4; offsets 4 and 6 done, 5 in flight.

@@ -333,7 +333,7 @@ func TestConsumerGroupLag(t *testing.T) {
 	coord := group.New(gcfg, nopStore{}, testLogger())
 	defer coord.Close()
 	empty := iter.Seq2[group.Record, error](func(func(group.Record, error) bool) {})
-	if err := coord.LoadPartition(ctx, 0, empty); err != nil {
+	if err := coord.LoadPartitionAt(ctx, 0, 0, empty); err != nil {
 		t.Fatal(err)
 	}
 	commit := kmsg.NewPtrOffsetCommitRequest()

@@ -136,7 +136,7 @@ func reload(t *testing.T, c *group.Coordinator, m *replica.Manager) {
 		t.Fatal(err)
 	}
 	c.UnloadPartition(0)
-	if err := c.LoadPartition(context.Background(), 0, records(p)); err != nil {
+	if err := c.LoadPartitionAt(context.Background(), 0, 0, records(p)); err != nil {
 		t.Fatal(err)
 	}
 }

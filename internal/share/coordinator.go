@@ -7,8 +7,8 @@ package share
 // package handlers). It keeps the latest value of each key in memory, rebuilt
 // from the partition when this node becomes its leader (offsets.Store drives
 // LoadPartitionAt and UnloadPartition, as for the group and transaction
-// coordinators; writes carry the leader epoch of the load), and serializes the writes of one key, checking each against
-// the value it would replace:
+// coordinators; writes carry the leader epoch of the load), and serializes the
+// writes of one key, checking each against the value it would replace:
 //
 //   - a write whose state epoch is older than the stored one is refused with
 //     FENCED_STATE_EPOCH (the state was re-initialized meanwhile: an offset
@@ -83,11 +83,6 @@ func NewCoordinator(log StateLog, partitions int32) *Coordinator {
 		partitions = DefaultStateTopicPartitions
 	}
 	return &Coordinator{log: log, partitions: partitions, loaded: map[int32]*stateShard{}}
-}
-
-// LoadPartition is LoadPartitionAt at leader epoch 0.
-func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.Seq2[group.Record, error]) error {
-	return c.LoadPartitionAt(ctx, p, 0, records)
 }
 
 // LoadPartitionAt rebuilds partition p's keys from its records as this node

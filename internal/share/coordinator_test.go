@@ -21,14 +21,18 @@ import (
 type memStateLog struct {
 	mu      sync.Mutex
 	recs    map[int32][]group.Record
-	deposed bool // appends fail as on a node that lost the partition
+	deposed bool            // appends fail as on a node that lost the partition
+	epochs  map[int32]int32 // the leader epoch each partition is led at (0 unless set): appends of another fail
 }
 
-func (l *memStateLog) Append(_ context.Context, p, _ int32, records []group.Record) (int64, error) {
+func (l *memStateLog) Append(_ context.Context, p, epoch int32, records []group.Record) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.deposed {
 		return 0, fmt.Errorf("%w: not the leader", group.ErrNotCoordinator)
+	}
+	if led := l.epochs[p]; epoch != led {
+		return 0, fmt.Errorf("%w: a write of leader epoch %d, led at %d", group.ErrNotCoordinator, epoch, led)
 	}
 	if l.recs == nil {
 		l.recs = map[int32][]group.Record{}
@@ -69,6 +73,29 @@ func (s coordStore) Save(ctx context.Context, k Key, snap Snapshot) error {
 	return kerr.ErrorForCode(s.c.Write(ctx, k, snap))
 }
 
+// TestWritesCarryTheLoadsEpoch: a key's writes carry the leader epoch its
+// partition was loaded at; once the node leads the partition at a newer one
+// (before the reload), the log refuses them and the write is NOT_COORDINATOR.
+func TestWritesCarryTheLoadsEpoch(t *testing.T) {
+	ctx := context.Background()
+	k := Key{Group: "g", TopicID: [16]byte{3}, Partition: 1}
+	p := statePartition(k, 4)
+	log := &memStateLog{epochs: map[int32]int32{p: 3}}
+	c := NewCoordinator(log, 4)
+	if err := c.LoadPartitionAt(ctx, p, 3, log.replay(p)); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.Initialize(ctx, k, 0, 5); code != 0 {
+		t.Fatalf("initialize at the load's epoch: code %d", code)
+	}
+	log.mu.Lock()
+	log.epochs[p] = 4
+	log.mu.Unlock()
+	if code := c.Write(ctx, k, Snapshot{LeaderEpoch: 1, Start: 6}); code != kerr.NotCoordinator.Code {
+		t.Fatalf("write led at a newer epoch: code %d, want NOT_COORDINATOR", code)
+	}
+}
+
 // TestCoordinatorFencing: the share coordinator refuses the writes of a deposed
 // share-partition leader and of a state reset meanwhile, and rebuilds the same
 // view from its partition's records when it becomes leader again.
@@ -81,7 +108,7 @@ func TestCoordinatorFencing(t *testing.T) {
 	if _, _, code := c.Read(ctx, k, 1); code != kerr.NotCoordinator.Code {
 		t.Fatalf("read before the partition is loaded: code %d, want NOT_COORDINATOR", code)
 	}
-	if err := c.LoadPartition(ctx, p, log.replay(p)); err != nil {
+	if err := c.LoadPartitionAt(ctx, p, 0, log.replay(p)); err != nil {
 		t.Fatal(err)
 	}
 	batches := []StateBatch{{First: 5, Last: 6, State: Acknowledged, DeliveryCount: 1}}
@@ -115,7 +142,7 @@ func TestCoordinatorFencing(t *testing.T) {
 
 	// Another node becomes the coordinator: it rebuilds the view and fences alike.
 	c2 := NewCoordinator(log, 4)
-	if err := c2.LoadPartition(ctx, p, log.replay(p)); err != nil {
+	if err := c2.LoadPartitionAt(ctx, p, 0, log.replay(p)); err != nil {
 		t.Fatal(err)
 	}
 	if got, found, code := c2.Read(ctx, k, -1); code != 0 || !found || !reflect.DeepEqual(got, want) {
@@ -135,7 +162,7 @@ func TestCoordinatorFencing(t *testing.T) {
 		t.Fatalf("read after delete: found %v, code %d", found, code)
 	}
 	c3 := NewCoordinator(log, 4)
-	if err := c3.LoadPartition(ctx, p, log.replay(p)); err != nil {
+	if err := c3.LoadPartitionAt(ctx, p, 0, log.replay(p)); err != nil {
 		t.Fatal(err)
 	}
 	if _, found, _ := c3.Read(ctx, k, -1); found {
@@ -150,7 +177,7 @@ func TestCoordinatorFencing(t *testing.T) {
 		_, _ = legacy.Append(ctx, p, 0, []group.Record{{Key: encodeKey(k), Value: encodeSnapshot(v)}})
 	}
 	c4 := NewCoordinator(legacy, 4)
-	if err := c4.LoadPartition(ctx, p, legacy.replay(p)); err != nil {
+	if err := c4.LoadPartitionAt(ctx, p, 0, legacy.replay(p)); err != nil {
 		t.Fatal(err)
 	}
 	if got, _, _ := c4.Read(ctx, k, -1); !reflect.DeepEqual(got, reset) {
@@ -189,7 +216,7 @@ func TestFailoverOverlapNeverRedeliversAcknowledged(t *testing.T) {
 	log := &memStateLog{}
 	coord := NewCoordinator(log, DefaultStateTopicPartitions)
 	for p := range int32(DefaultStateTopicPartitions) {
-		if err := coord.LoadPartition(context.Background(), p, log.replay(p)); err != nil {
+		if err := coord.LoadPartitionAt(context.Background(), p, 0, log.replay(p)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -266,7 +293,7 @@ func TestCoordinatorRefusesNewerVersions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := &memStateLog{recs: map[int32][]group.Record{0: {{Key: tc.key, Value: tc.value}}}}
-			err := NewCoordinator(log, 1).LoadPartition(context.Background(), 0, log.replay(0))
+			err := NewCoordinator(log, 1).LoadPartitionAt(context.Background(), 0, 0, log.replay(0))
 			if tc.ok != (err == nil) || err != nil && !errors.Is(err, ErrCorruptState) {
 				t.Fatalf("loading: %v (want success: %v)", err, tc.ok)
 			}
@@ -309,7 +336,7 @@ func TestCoordinatorWriteFailureCodes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			log := &failingStateLog{}
 			c := NewCoordinator(log, 1)
-			if err := c.LoadPartition(ctx, 0, log.replay(0)); err != nil {
+			if err := c.LoadPartitionAt(ctx, 0, 0, log.replay(0)); err != nil {
 				t.Fatal(err)
 			}
 			k := Key{Group: "g", TopicID: [16]byte{1}, Partition: 0}

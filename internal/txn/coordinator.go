@@ -250,16 +250,11 @@ func (c *Coordinator) Close() {
 	c.wg.Wait()
 }
 
-// LoadPartition replays partition p and makes this coordinator answer for its
-// transactional ids; transactions found prepared are completed (their markers
-// written again: a failover finishes what was in flight).
-func (c *Coordinator) LoadPartition(ctx context.Context, p int32, records iter.Seq2[group.Record, error]) error {
-	return c.LoadPartitionAt(ctx, p, 0, records)
-}
-
-// LoadPartitionAt is LoadPartition at coordinator epoch epoch: the leader epoch
-// of partition p, which the markers of its transactions carry (offsets.Store
-// calls it when the coordinator has it).
+// LoadPartitionAt replays partition p and makes this coordinator answer for
+// its transactional ids; transactions found prepared are completed (their
+// markers written again: a failover finishes what was in flight). epoch is the
+// coordinator epoch: p's leader epoch, which the markers of its transactions
+// and every state write carry (Store).
 func (c *Coordinator) LoadPartitionAt(ctx context.Context, p, epoch int32, records iter.Seq2[group.Record, error]) error {
 	pctx, cancel := context.WithCancel(context.Background())
 	pt := &partition{epoch: epoch, ctx: pctx, cancel: cancel, txns: map[string]*entry{}}

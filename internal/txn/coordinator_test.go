@@ -615,7 +615,7 @@ func TestCompletedStateRetryBacksOff(t *testing.T) {
 	c := New(Config{Partitions: 1, MaxTimeout: time.Minute, AbortInterval: time.Hour, RetryBackoff: backoff, CompleteDelay: time.Millisecond},
 		store, &memMarkers{gate: gate}, func(context.Context) (int64, error) { return 1, nil }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(c.Close)
-	if err := c.LoadPartition(ctx, 0, store.replay(0)); err != nil {
+	if err := c.LoadPartitionAt(ctx, 0, 0, store.replay(0)); err != nil {
 		t.Fatal(err)
 	}
 	pid, epoch, _ := c.InitProducerID(ctx, "tx", 10000, -1, -1)
@@ -879,13 +879,13 @@ func TestUnloadDuringLoad(t *testing.T) {
 		}
 	})
 	for range 3 {
-		if err := c.LoadPartition(ctx, 0, store.replay(0)); err != nil {
+		if err := c.LoadPartitionAt(ctx, 0, 0, store.replay(0)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	close(done)
 	wg.Wait()
-	if err := c.LoadPartition(ctx, 0, store.replay(0)); err != nil {
+	if err := c.LoadPartitionAt(ctx, 0, 0, store.replay(0)); err != nil {
 		t.Fatal(err)
 	}
 	for _, i := range []int{0, ids / 2, ids - 1} {

@@ -50,7 +50,7 @@ func TestPanicUnderCoordinatorLockReleasesIt(t *testing.T) {
 			// would hang the test binary instead of failing the test.
 			c := New(Config{Partitions: 1, MaxTimeout: time.Minute, AbortInterval: time.Hour, Overlap: overlap}, store, &memMarkers{},
 				func(context.Context) (int64, error) { return 1, nil }, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			if err := c.LoadPartition(ctx, 0, store.replay(0)); err != nil {
+			if err := c.LoadPartitionAt(ctx, 0, 0, store.replay(0)); err != nil {
 				t.Fatal(err)
 			}
 			pid, epoch, ec := c.InitProducerID(ctx, "tx", 10000, -1, -1)
