@@ -510,3 +510,44 @@ func TestNewPartitionsSkipBrokersInControlledShutdown(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistrationNotFencedBeforeItsSession: a registration is in the image,
+// unfenced, before RegisterBroker has finished its other steps (here the
+// proposal of its features) and started its session. A session check in
+// between, more than a session timeout into the term, must not take the new
+// registration for a silent broker: it counts from the registration.
+func TestRegistrationNotFencedBeforeItsSession(t *testing.T) {
+	clock := newFakeClock()
+	cfg := singleConfig(t.TempDir())
+	cfg.SessionTimeout, cfg.clock = testSessionTimeout, clock.Now
+	c := start(t, cfg)
+	for range 6 { // 1.5 session timeouts into the term, observed all along
+		clock.Advance(testSessionTimeout / 4)
+		if err := c.fenceExpired(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	images, stop := c.Watch()
+	defer stop()
+	expired := make(chan []int32, 1)
+	go func() {
+		for img := range images {
+			if img.Broker(1) != nil {
+				// The check fenceExpired makes, as soon as the image holds the
+				// registration.
+				expired <- c.sessions(clock.Now()).expired(img, clock.Now())
+				return
+			}
+		}
+	}()
+	epoch := mustRegister(t, c, RegisterBroker{ID: 1, Incarnation: metadata.UUID{1}, Host: "127.0.0.1", Port: 9091, Features: metadata.SupportedFeatures})
+	if ids := <-expired; len(ids) > 0 {
+		t.Fatalf("brokers %v expired as the registration was applied", ids)
+	}
+	if err := c.fenceExpired(); err != nil {
+		t.Fatal(err)
+	}
+	if b := c.Image().Broker(1); b.Epoch != epoch || b.Fenced {
+		t.Fatalf("broker 1 after its registration and a session check: %+v, want epoch %d unfenced", b, epoch)
+	}
+}

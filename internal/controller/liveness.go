@@ -47,7 +47,17 @@ type liveness struct {
 		// observed is the latest time observe was called with.
 		observed time.Time
 		sessions map[int32]*session
+		// registering holds, per broker id, the registration being proposed
+		// (registering) until its session starts (registered).
+		registering map[int32]pendingRegistration
 	}
+}
+
+// pendingRegistration is a broker registration being proposed: its epoch and
+// when it was planned.
+type pendingRegistration struct {
+	epoch int64
+	at    time.Time
 }
 
 // session is one broker registration's state, as this controller saw it in
@@ -97,6 +107,7 @@ func (s *session) dead() bool {
 func newLiveness(timeout time.Duration) *liveness {
 	l := &liveness{timeout: timeout}
 	l.mu.sessions = make(map[int32]*session)
+	l.mu.registering = make(map[int32]pendingRegistration)
 	return l
 }
 
@@ -111,6 +122,7 @@ func (l *liveness) observe(term uint64, now time.Time) (paused time.Duration) {
 	case term != l.mu.term:
 		l.mu.term, l.mu.activeSince = term, now
 		clear(l.mu.sessions)
+		clear(l.mu.registering)
 	case now.Sub(l.mu.observed) > l.timeout/2:
 		l.mu.activeSince, paused = now, now.Sub(l.mu.observed)
 	}
@@ -144,6 +156,18 @@ func (l *liveness) touch(id int32, epoch int64, now time.Time) {
 	}
 }
 
+// registering notes that a registration of broker id at epoch is planned at
+// now. The image holds it, unfenced, as soon as it is applied, but its session
+// starts only once the registration's other steps are done (registered); until
+// then expired counts from now, not from the start of the term: a broker is
+// not fenced for the silence of the registration it replaces. A registration
+// that never takes effect leaves an entry no broker's epoch matches.
+func (l *liveness) registering(id int32, epoch int64, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.registering[id] = pendingRegistration{epoch: epoch, at: now}
+}
+
 // registered starts the session of a registration the controller has just
 // written, at now: it replaces the session of any other epoch, even a higher
 // one, which kept would hide every heartbeat of the new registration until the
@@ -152,6 +176,7 @@ func (l *liveness) touch(id int32, epoch int64, now time.Time) {
 func (l *liveness) registered(id int32, epoch int64, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	delete(l.mu.registering, id)
 	if s := l.mu.sessions[id]; s == nil || s.epoch != epoch {
 		l.mu.sessions[id] = &session{epoch: epoch, unfenceOffset: -1, reportedOffset: -1}
 	}
@@ -185,6 +210,9 @@ func (l *liveness) expired(img *metadata.Image, now time.Time) []int32 {
 		s := l.currentLocked(b)
 		if s != nil && s.lastHeartbeat.After(last) {
 			last = s.lastHeartbeat
+		}
+		if r, ok := l.mu.registering[b.ID]; s == nil && ok && r.epoch == b.Epoch && r.at.After(last) {
+			last = r.at
 		}
 		if now.Sub(last) > l.timeout || s.dead() {
 			ids = append(ids, b.ID)

@@ -102,7 +102,8 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, br
 // RegisterBroker registers a broker (live) and returns its broker epoch. A
 // new incarnation of a broker whose current registration has a live session
 // gets ErrDuplicateBrokerRegistration (see PlanRegisterBroker). Registering
-// counts as a heartbeat.
+// counts as a heartbeat, from the moment the registration is planned: the
+// session check cannot fence it while the steps below are still running.
 //
 // The broker's features (req.Features) and data directory id
 // (req.DirectoryID) are recorded after the registration, each in a proposal
@@ -132,6 +133,9 @@ func (c *Controller) RegisterBroker(ctx context.Context, req RegisterBroker) (in
 			session = live.hasSession(req.ID, old.Epoch, now)
 		}
 		recs, epoch, err = PlanRegisterBroker(img, req, session, live.shuttingDown())
+		if err == nil && len(recs) > 0 {
+			live.registering(req.ID, epoch, now)
+		}
 		return recs, err
 	})
 	if err != nil {
