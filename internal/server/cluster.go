@@ -319,6 +319,7 @@ func (n *Node) runHeartbeats(ctx context.Context) {
 		resent    time.Time
 		resending atomic.Bool
 		resends   sync.WaitGroup
+		health    heartbeatHealth
 	)
 	defer resends.Wait()
 	for {
@@ -328,6 +329,9 @@ func (n *Node) runHeartbeats(ctx context.Context) {
 		case <-t.C:
 		}
 		res, err := n.heartbeat(ctx, false)
+		if ctx.Err() == nil {
+			n.noteHeartbeat(&health, res, err, time.Now())
+		}
 		switch {
 		case err == nil && !res.Fenced && !n.featuresRecorded() && time.Since(resent) >= featuresResendInterval && resending.CompareAndSwap(false, true):
 			resent = time.Now()
@@ -350,6 +354,46 @@ func (n *Node) runHeartbeats(ctx context.Context) {
 			n.log.Debug("broker heartbeat", "err", err)
 		}
 	}
+}
+
+// heartbeatHealth is how long this broker's heartbeats have been failing or
+// answered fenced (since), and when that was last logged (warned).
+type heartbeatHealth struct {
+	since, warned time.Time
+}
+
+// heartbeatWarnInterval spaces the warnings of a broker whose heartbeats keep
+// failing or keep being answered fenced.
+const heartbeatWarnInterval = 30 * time.Second
+
+// noteHeartbeat logs a warning once this broker's heartbeats have failed, or
+// been answered fenced, for longer than a session timeout, again every
+// heartbeatWarnInterval while that lasts, and says when it ends: a broker the
+// controller never unfences otherwise shows nothing at the default level
+// (one heartbeat's error is only worth a debug line). A fenced broker is
+// unfenced by a heartbeat that reports having applied the metadata of its
+// fencing, so the warning carries the offset the broker has applied.
+func (n *Node) noteHeartbeat(h *heartbeatHealth, res controller.HeartbeatResult, err error, now time.Time) {
+	if err == nil && !res.Fenced {
+		if !h.warned.IsZero() {
+			n.log.Info("broker heartbeats answered unfenced again", "after", now.Sub(h.since).Round(time.Millisecond))
+		}
+		*h = heartbeatHealth{}
+		return
+	}
+	if h.since.IsZero() {
+		h.since = now
+	}
+	if now.Sub(h.since) <= n.cfg.BrokerSessionTimeout || !h.warned.IsZero() && now.Sub(h.warned) < heartbeatWarnInterval {
+		return
+	}
+	h.warned = now
+	attrs := []any{"for", now.Sub(h.since).Round(time.Millisecond), "broker_epoch", n.brokerEpoch.Load(), "metadata_offset", n.ctrl.Image().Offset()}
+	if err != nil {
+		n.log.Warn("broker heartbeats failing", append(attrs, "err", err)...)
+		return
+	}
+	n.log.Warn("broker still fenced: the controller has not unfenced it", attrs...)
 }
 
 // featuresRecorded tells whether the metadata holds this broker's current

@@ -16,6 +16,7 @@ import (
 	"github.com/strata-stream/strata/internal/config"
 	"github.com/strata-stream/strata/internal/controller"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // failoverLink is the path to the active controller through a failover: the
@@ -123,6 +124,84 @@ func TestHeartbeatReachesNewControllerInTime(t *testing.T) {
 					gap, last.Sub(link.elected), cfg.BrokerSessionTimeout)
 			}
 			last = at
+		}
+	})
+}
+
+// fencedLink answers heartbeats fenced until unfenced is set.
+type fencedLink struct {
+	mu       sync.Mutex
+	unfenced bool
+}
+
+func (l *fencedLink) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if _, ok := req.(*kmsg.BrokerHeartbeatRequest); !ok {
+		return nil, errors.New("fencedLink: only heartbeats")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	resp := kmsg.NewPtrBrokerHeartbeatResponse()
+	resp.IsFenced = !l.unfenced
+	return resp, nil
+}
+
+// TestHeartbeatWarnsWhileFenced: a broker the controller keeps fenced says so
+// in its log at warning level once that has lasted a session timeout, again
+// every heartbeatWarnInterval, and says when it is unfenced (finding 24 of
+// docs/reliability.md: a broker stayed fenced for 90 s with nothing in its log).
+func TestHeartbeatWarnsWhileFenced(t *testing.T) {
+	_, tr := raft.NewInmemTransport("")
+	ctrl, err := controller.Start(controller.Config{
+		NodeID: 1, DataDir: "/metadata", FS: vfs.NewMem(), Observer: true, Transport: tr,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrl.Close() })
+
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config.Default()
+		logs := &wait.Buffer{}
+		link := &fencedLink{}
+		n := &Node{cfg: cfg, log: slog.New(slog.NewJSONHandler(logs, nil)), ctrl: ctrl, toController: link}
+		n.brokerEpoch.Store(7)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			n.runHeartbeats(ctx)
+		}()
+		defer func() { cancel(); <-done }()
+
+		warnings := func() []map[string]any {
+			return logLines(t, logs, map[string]any{"msg": "broker still fenced: the controller has not unfenced it"})
+		}
+		// Heartbeats go out every interval from one interval in; the checks
+		// fall half an interval between them. The heartbeat one session
+		// timeout after the first is the last one not to warn.
+		tick := cfg.BrokerHeartbeatInterval
+		time.Sleep(cfg.BrokerSessionTimeout + tick + tick/2)
+		if w := warnings(); len(w) != 0 {
+			t.Fatalf("warned within the session timeout: %v", w)
+		}
+		time.Sleep(tick)
+		if w := warnings(); len(w) != 1 || w[0]["level"] != "WARN" || w[0]["broker_epoch"] != float64(7) {
+			t.Fatalf("after a session timeout fenced: %v, want one warning with broker epoch 7", w)
+		}
+		time.Sleep(heartbeatWarnInterval)
+		if w := warnings(); len(w) != 2 {
+			t.Fatalf("%d warnings after another %v, want 2", len(w), heartbeatWarnInterval)
+		}
+		link.mu.Lock()
+		link.unfenced = true
+		link.mu.Unlock()
+		time.Sleep(tick)
+		if back := logLines(t, logs, map[string]any{"msg": "broker heartbeats answered unfenced again"}); len(back) != 1 {
+			t.Fatalf("unfenced: %v, want one line saying so", back)
+		}
+		if w := warnings(); len(w) != 2 {
+			t.Fatalf("%d warnings once unfenced, want still 2", len(w))
 		}
 	})
 }
