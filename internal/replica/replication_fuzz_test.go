@@ -634,6 +634,7 @@ func (r *replFuzz) check(when string) {
 				r.t.Fatalf("%s: broker %d's log end %d is below its high-water mark %d", when, id, leo, hwm)
 			}
 			r.observe(p, fmt.Sprintf("broker %d %s", id, when))
+			r.checkAbortIndex(p, fmt.Sprintf("%s: broker %d", when, id))
 		}
 	}
 	ip := r.c.partition()
@@ -646,6 +647,48 @@ func (r *replFuzz) check(when string) {
 	}
 	if p := r.leader(); p != nil && p.IsLeader() {
 		r.checkTransactions(p, when)
+	}
+}
+
+// checkAbortIndex fails unless p's aborted-transaction index names exactly the
+// aborted transactions of its log (when the log starts at 0, so that a scan
+// from there knows every transaction): the index is what a read_committed
+// fetch, and the upload of a tiered segment, take them from, on whichever
+// replica leads then.
+func (r *replFuzz) checkAbortIndex(p *Partition, who string) {
+	r.t.Helper()
+	l := p.Log()
+	leo := l.LogEndOffset()
+	if l.LogStartOffset() != 0 || leo == 0 || l.Err() != nil {
+		return
+	}
+	bs, err := r.logBatches(p, leo)
+	if err != nil {
+		return
+	}
+	var want []AbortedTxn
+	open := map[int64]int64{}
+	for _, b := range bs {
+		h, _ := batch.ParseHeader(b)
+		switch {
+		case h.Control():
+			typ, _, err := batch.ParseMarker(b)
+			if first, ok := open[h.ProducerID]; ok && err == nil && typ == batch.ControlAbort {
+				want = append(want, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset})
+			}
+			delete(open, h.ProducerID)
+		case h.Transactional():
+			if _, ok := open[h.ProducerID]; !ok {
+				open[h.ProducerID] = h.BaseOffset
+			}
+		}
+	}
+	got, err := l.AbortedTxns(0, leo)
+	if err != nil {
+		r.t.Fatalf("%s: aborted-transaction index: %v", who, err)
+	}
+	if !slices.Equal(got, want) {
+		r.t.Fatalf("%s: aborted-transaction index %v, its log [0, %d) has %v; %s; logs:%s", who, got, leo, want, r.state(), r.logs())
 	}
 }
 
