@@ -63,16 +63,11 @@ func (l *failoverLink) Request(ctx context.Context, req kmsg.Request) (kmsg.Resp
 	}
 }
 
-// TestHeartbeatReachesNewControllerInTime (finding 6 of docs/reliability.md): a
-// heartbeat stuck on a controller that was cut off must not keep the broker
-// from reaching the next one within the session it grants on taking over
-// (one session timeout from its election). The old heartbeat waited for the
-// link's 10 s timeout, longer than the default 9 s session: the new
-// controller heard nothing in time and fenced every broker. Now a heartbeat
-// gives up after half the session timeout.
-func TestHeartbeatReachesNewControllerInTime(t *testing.T) {
-	// The node's controller only supplies the metadata offset a heartbeat
-	// reports: an observer that never joins, started outside the bubble.
+// observerController is a node's controller that only supplies the metadata
+// offset a heartbeat reports: an observer that never joins, started outside
+// any synctest bubble.
+func observerController(t *testing.T) *controller.Controller {
+	t.Helper()
 	_, tr := raft.NewInmemTransport("")
 	ctrl, err := controller.Start(controller.Config{
 		NodeID: 1, DataDir: "/metadata", FS: vfs.NewMem(), Observer: true, Transport: tr,
@@ -82,19 +77,36 @@ func TestHeartbeatReachesNewControllerInTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctrl.Close() })
+	return ctrl
+}
+
+// startHeartbeats runs n's heartbeats until the returned function stops them.
+func startHeartbeats(n *Node) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.runHeartbeats(ctx)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// TestHeartbeatReachesNewControllerInTime (finding 6 of docs/reliability.md): a
+// heartbeat stuck on a controller that was cut off must not keep the broker
+// from reaching the next one within the session it grants on taking over
+// (one session timeout from its election). The old heartbeat waited for the
+// link's 10 s timeout, longer than the default 9 s session: the new
+// controller heard nothing in time and fenced every broker. Now a heartbeat
+// gives up after half the session timeout.
+func TestHeartbeatReachesNewControllerInTime(t *testing.T) {
+	ctrl := observerController(t)
 
 	synctest.Test(t, func(t *testing.T) {
 		cfg := config.Default()
 		link := &failoverLink{}
 		n := &Node{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), ctrl: ctrl, toController: link}
 		n.brokerEpoch.Store(1)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			n.runHeartbeats(ctx)
-		}()
-		defer func() { cancel(); <-done }()
+		defer startHeartbeats(n)()
 
 		time.Sleep(3 * cfg.BrokerHeartbeatInterval)
 		link.mu.Lock()
@@ -150,15 +162,7 @@ func (l *fencedLink) Request(ctx context.Context, req kmsg.Request) (kmsg.Respon
 // every heartbeatWarnInterval, and says when it is unfenced (finding 24 of
 // docs/reliability.md: a broker stayed fenced for 90 s with nothing in its log).
 func TestHeartbeatWarnsWhileFenced(t *testing.T) {
-	_, tr := raft.NewInmemTransport("")
-	ctrl, err := controller.Start(controller.Config{
-		NodeID: 1, DataDir: "/metadata", FS: vfs.NewMem(), Observer: true, Transport: tr,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctrl.Close() })
+	ctrl := observerController(t)
 
 	synctest.Test(t, func(t *testing.T) {
 		cfg := config.Default()
@@ -166,13 +170,7 @@ func TestHeartbeatWarnsWhileFenced(t *testing.T) {
 		link := &fencedLink{}
 		n := &Node{cfg: cfg, log: slog.New(slog.NewJSONHandler(logs, nil)), ctrl: ctrl, toController: link}
 		n.brokerEpoch.Store(7)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			n.runHeartbeats(ctx)
-		}()
-		defer func() { cancel(); <-done }()
+		defer startHeartbeats(n)()
 
 		warnings := func() []map[string]any {
 			return logLines(t, logs, map[string]any{"msg": "broker still fenced: the controller has not unfenced it"})
