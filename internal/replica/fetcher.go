@@ -282,7 +282,10 @@ func (f *fetcher) apply(ctx context.Context, p *Partition, epoch int32, from int
 		}
 		return p.followLogStart(epoch, rp.LogStartOffset)
 	case kerr.OffsetOutOfRange.Code:
-		return p.applyOutOfRange(epoch, from, rp.LogStartOffset, rp.HighWatermark)
+		restart, to, err := p.applyOutOfRange(epoch, from, rp.LogStartOffset, rp.HighWatermark)
+		f.m.log.Info("follower fetch out of range: truncating, or starting over when behind the leader's log start", "topic", p.Topic, "partition", p.Index,
+			"log_end_offset", from, "leader_log_start_offset", rp.LogStartOffset, "leader_high_watermark", rp.HighWatermark, "start_over", restart, "to", to)
+		return err
 	case kerr.OffsetMovedToTieredStorage.Code:
 		leaderStart, err := f.leaderLocalStart(ctx, p, epoch)
 		if err != nil {

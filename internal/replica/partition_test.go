@@ -112,7 +112,7 @@ func TestAnswerFromAnotherLogEndChangesNothing(t *testing.T) {
 	if _, err := p.applyDiverging(2, 4, Diverging{Epoch: 2, EndOffset: 0}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.applyOutOfRange(2, 4, 100, 100); err != nil {
+	if _, _, err := p.applyOutOfRange(2, 4, 100, 100); err != nil {
 		t.Fatal(err)
 	}
 	if start, end, hwm := p.LogStartOffset(), p.LogEndOffset(), p.HighWatermark(); start != 0 || end != 0 || hwm != 0 {

@@ -606,13 +606,14 @@ func (p *Partition) applyDiverging(epoch int32, from int64, d Diverging) (int64,
 }
 
 // applyOutOfRange handles the leader's OFFSET_OUT_OF_RANGE answer to this
-// follower's fetch from offset from (outOfRange).
-func (p *Partition) applyOutOfRange(epoch int32, from, leaderLogStart, leaderHWM int64) error {
-	restart, to := outOfRange(from, leaderLogStart, leaderHWM, p.log.LogStartOffset())
+// follower's fetch from offset from (outOfRange) and says what it did: started
+// over at to, or truncated to it.
+func (p *Partition) applyOutOfRange(epoch int32, from, leaderLogStart, leaderHWM int64) (restart bool, to int64, err error) {
+	restart, to = outOfRange(from, leaderLogStart, leaderHWM, p.log.LogStartOffset())
 	if restart {
-		return p.restartAt(epoch, from, restartState{start: to})
+		return restart, to, p.restartAt(epoch, from, restartState{start: to})
 	}
-	return p.truncateTo(epoch, from, to)
+	return restart, to, p.truncateTo(epoch, from, to)
 }
 
 // truncateTo removes this follower's records at and above offset (a divergent tail)
