@@ -216,6 +216,14 @@ type Controller struct {
 	// voterChange is held by the voter change (AddVoter, RemoveVoter) in
 	// flight; another is refused meanwhile (voters.go).
 	voterChange sync.Mutex
+	// observers is held by a broker registration, an unregistration and a
+	// voter's removal from its membership check to the end of its membership
+	// change, so that a registered broker-only node stays a member of the
+	// quorum and an unregistered one does not (observers.go).
+	observers sync.Mutex
+	// observerChange, guarded by observers, is the outcome of a membership
+	// change whose caller gave up waiting (awaitMembership).
+	observerChange <-chan error
 
 	// live holds broker sessions while this node is the active controller.
 	live *liveness

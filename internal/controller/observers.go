@@ -66,13 +66,7 @@ func (c *Controller) observerKnown(id int32, addr string) (bool, error) {
 // addObserver makes node id, reachable at addr, a non-voting member, or moves
 // it to addr. Only the active controller can change the membership.
 func (c *Controller) addObserver(ctx context.Context, id int32, addr string) error {
-	f := c.raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, c.cfg.ApplyTimeout)
-	select {
-	case err := <-resolve(f.Error):
-		return c.translate(err)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return c.awaitMembership(ctx, c.raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, c.cfg.ApplyTimeout))
 }
 
 // removeObserver takes node id out of the Raft configuration if it is a
@@ -86,13 +80,38 @@ func (c *Controller) removeObserver(ctx context.Context, id int32) error {
 		if s.ID != serverID(id) || s.Suffrage != raft.Nonvoter {
 			continue
 		}
-		rf := c.raft.RemoveServer(s.ID, 0, c.cfg.ApplyTimeout)
+		return c.awaitMembership(ctx, c.raft.RemoveServer(s.ID, 0, c.cfg.ApplyTimeout))
+	}
+	return nil
+}
+
+// lockObservers takes c.observers for a registration or an unregistration,
+// once the membership change of an earlier one whose caller gave up waiting
+// is over: until then the configuration does not show whether it happens.
+func (c *Controller) lockObservers(ctx context.Context) error {
+	c.observers.Lock()
+	if p := c.observerChange; p != nil {
 		select {
-		case err := <-resolve(rf.Error):
-			return c.translate(err)
+		case <-p:
+			c.observerChange = nil
 		case <-ctx.Done():
+			c.observers.Unlock()
 			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+// awaitMembership waits for the membership change f, with c.observers held.
+// If ctx ends first the change may still commit; lockObservers then waits for
+// it before the next registration or unregistration checks the membership.
+func (c *Controller) awaitMembership(ctx context.Context, f raft.Future) error {
+	result := resolve(f.Error)
+	select {
+	case err := <-result:
+		return c.translate(err)
+	case <-ctx.Done():
+		c.observerChange = result
+		return ctx.Err()
+	}
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,4 +119,64 @@ func (cl *cluster) registerObserver(obs *Controller, addr raft.ServerAddress) {
 		b := obs.Image().Broker(id)
 		return b != nil && b.Epoch == epoch && !b.Fenced
 	})
+}
+
+// TestRegistrationRacingUnregistrationKeepsMembership: a running broker-only
+// node whose registration is removed registers again at once (its next
+// heartbeat is refused), so its new registration can meet the removal of its
+// quorum membership. Whatever the order, a registered broker-only node must
+// stay a member (or the metadata log stops reaching it and it is never
+// unfenced again: finding 24 in docs/reliability.md) and an unregistered one
+// must not be.
+func TestRegistrationRacingUnregistrationKeepsMembership(t *testing.T) {
+	cl := newCluster(t, 3)
+	obs, addr := cl.startObserver(4)
+	cl.registerObserver(obs, addr)
+	for round := range 10 {
+		l := cl.nodes[cl.leader()]
+		var wg sync.WaitGroup
+		var unregErr, regErr error
+		wg.Go(func() { unregErr = l.UnregisterBroker(ctxT(t), 4) })
+		wg.Go(func() {
+			_, regErr = l.RegisterBroker(ctxT(t), RegisterBroker{ID: 4, Host: "127.0.0.1", Port: 9094, ObserverAddr: string(addr)})
+		})
+		wg.Wait()
+		if unregErr != nil || regErr != nil {
+			t.Fatalf("round %d: unregister = %v, register = %v", round, unregErr, regErr)
+		}
+		registered := l.Image().Broker(4) != nil
+		member, err := l.observerKnown(4, string(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if registered != member {
+			t.Fatalf("round %d: broker 4 registered = %v but a member of the quorum = %v", round, registered, member)
+		}
+		if !registered {
+			cl.registerObserver(obs, addr)
+		}
+	}
+}
+
+// TestUnregisterRetryLeavesQuorum: an unregistration that wrote the broker's
+// removal but ended before its membership change (its caller gave up, the
+// controller failed over) is retried by the operator; the retry is refused
+// with BROKER_ID_NOT_REGISTERED, as Kafka answers it, and still takes the
+// broker-only node out of the quorum.
+func TestUnregisterRetryLeavesQuorum(t *testing.T) {
+	cl := newCluster(t, 3)
+	obs, addr := cl.startObserver(4)
+	cl.registerObserver(obs, addr)
+	cl.retry(func(c *Controller) error {
+		return c.run(ctxT(t), func(img *metadata.Image) ([]metadata.Record, error) {
+			return PlanUnregisterBroker(img, 4, nil)
+		})
+	})
+	err := cl.call(func(c *Controller) error { return c.UnregisterBroker(ctxT(t), 4) })
+	if !errors.Is(err, metadata.ErrBrokerIDNotRegistered) {
+		t.Fatalf("unregistering again = %v, want BROKER_ID_NOT_REGISTERED", err)
+	}
+	if member, err := cl.nodes[cl.leader()].observerKnown(4, string(addr)); err != nil || member {
+		t.Fatalf("node 4 a member of the quorum = %v (%v) after its unregistration, want false", member, err)
+	}
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 
 	"github.com/strata-stream/strata/internal/acl"
 	"github.com/strata-stream/strata/internal/metadata"
@@ -119,6 +120,10 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, br
 func (c *Controller) RegisterBroker(ctx context.Context, req RegisterBroker) (int64, error) {
 	known := true
 	if req.ObserverAddr != "" {
+		if err := c.lockObservers(ctx); err != nil {
+			return 0, err
+		}
+		defer c.observers.Unlock()
 		var err error
 		if known, err = c.observerKnown(req.ID, req.ObserverAddr); err != nil {
 			return 0, err
@@ -324,15 +329,25 @@ func (c *Controller) CreateAcls(ctx context.Context, bindings []acl.Binding) ([]
 
 // UnregisterBroker removes a broker's registration (PlanUnregisterBroker) and,
 // for a broker-only node, its non-voting membership of the quorum, so the
-// metadata log is no longer sent to it. A voter keeps its vote.
+// metadata log is no longer sent to it. A voter keeps its vote. A broker
+// registered no more (an earlier call wrote its removal, then failed or timed
+// out before the membership change) is refused with
+// ErrBrokerIDNotRegistered, as Kafka refuses it, but still leaves the quorum.
 func (c *Controller) UnregisterBroker(ctx context.Context, id int32) error {
+	if err := c.lockObservers(ctx); err != nil {
+		return err
+	}
+	defer c.observers.Unlock()
 	err := c.run(ctx, func(img *metadata.Image) ([]metadata.Record, error) {
 		return PlanUnregisterBroker(img, id, c.sessions(c.cfg.clock()).shuttingDown())
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, metadata.ErrBrokerIDNotRegistered) {
 		return err
 	}
-	return c.removeObserver(ctx, id)
+	if rerr := c.removeObserver(ctx, id); rerr != nil {
+		return rerr
+	}
+	return err
 }
 
 // DeleteAcls removes the ACL bindings the filters match; see PlanDeleteAcls.

@@ -178,13 +178,19 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32, dir metadata.UUI
 	if err := c.checkMajorityLeft(ctx, id); err != nil {
 		return err
 	}
+	// No registration may come between the check below and the change: a
+	// registered broker must stay a member (observers.go).
+	if err := c.lockObservers(ctx); err != nil {
+		return err
+	}
+	defer c.observers.Unlock()
 	var f raft.IndexFuture
 	if c.Image().Broker(id) != nil {
 		f = c.raft.DemoteVoter(s.ID, 0, c.cfg.ApplyTimeout)
 	} else {
 		f = c.raft.RemoveServer(s.ID, 0, c.cfg.ApplyTimeout)
 	}
-	if err := c.await(ctx, f.Error); err != nil {
+	if err := c.awaitMembership(ctx, f); err != nil {
 		return err
 	}
 	c.wakeSupervisor() // forget its directory (voter_directory.go)
