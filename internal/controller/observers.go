@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -21,6 +22,15 @@ func (c *Controller) LeaderAddr() (id int32, addr string, ok bool) {
 	a, _ := c.raft.LeaderWithID()
 	id = c.LeaderID()
 	return id, string(a), id >= 0 && a != ""
+}
+
+// MetadataLastHeard is when this node last heard from the Raft leader (now on
+// the leader; zero if never): a broker that hears nothing gets no metadata.
+func (c *Controller) MetadataLastHeard(now time.Time) time.Time {
+	if c.IsLeader() {
+		return now
+	}
+	return c.raft.LastContact()
 }
 
 // InQuorum reports whether this node is a member, voter or not, of the Raft

@@ -372,7 +372,9 @@ const heartbeatWarnInterval = 30 * time.Second
 // controller never unfences otherwise shows nothing at the default level
 // (one heartbeat's error is only worth a debug line). A fenced broker is
 // unfenced by a heartbeat that reports having applied the metadata of its
-// fencing, so the warning carries the offset the broker has applied.
+// fencing, so the warning carries the offset the broker has applied and when
+// it last heard from the metadata log's leader (a broker-only node outside the
+// quorum hears nothing and so is never unfenced).
 func (n *Node) noteHeartbeat(h *heartbeatHealth, res controller.HeartbeatResult, err error, now time.Time) {
 	if err == nil && !res.Fenced {
 		if !h.warned.IsZero() {
@@ -388,7 +390,8 @@ func (n *Node) noteHeartbeat(h *heartbeatHealth, res controller.HeartbeatResult,
 		return
 	}
 	h.warned = now
-	attrs := []any{"for", now.Sub(h.since).Round(time.Millisecond), "broker_epoch", n.brokerEpoch.Load(), "metadata_offset", n.ctrl.Image().Offset()}
+	attrs := []any{"for", now.Sub(h.since).Round(time.Millisecond), "broker_epoch", n.brokerEpoch.Load(),
+		"metadata_offset", n.ctrl.Image().Offset(), "metadata_last_heard", n.ctrl.MetadataLastHeard(now)}
 	if err != nil {
 		n.log.Warn("broker heartbeats failing", append(attrs, "err", err)...)
 		return

@@ -184,8 +184,8 @@ func TestHeartbeatWarnsWhileFenced(t *testing.T) {
 			t.Fatalf("warned within the session timeout: %v", w)
 		}
 		time.Sleep(tick)
-		if w := warnings(); len(w) != 1 || w[0]["level"] != "WARN" || w[0]["broker_epoch"] != float64(7) {
-			t.Fatalf("after a session timeout fenced: %v, want one warning with broker epoch 7", w)
+		if w := warnings(); len(w) != 1 || w[0]["level"] != "WARN" || w[0]["broker_epoch"] != float64(7) || w[0]["metadata_last_heard"] != "0001-01-01T00:00:00Z" {
+			t.Fatalf("after a session timeout fenced: %v, want one warning with broker epoch 7, never having heard from a metadata leader", w)
 		}
 		time.Sleep(heartbeatWarnInterval)
 		if w := warnings(); len(w) != 2 {
