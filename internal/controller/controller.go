@@ -578,11 +578,17 @@ func resolve(wait func() error) <-chan error {
 // machine's pass through.
 func (c *Controller) waitLocked(ctx context.Context, result <-chan error) error {
 	c.pending = nil
+	return c.waitOrKeep(ctx, result, &c.pending)
+}
+
+// waitOrKeep waits for result; if ctx ends first, result is kept in *kept
+// for whoever must wait for it next. Raft's errors are translated.
+func (c *Controller) waitOrKeep(ctx context.Context, result <-chan error, kept *<-chan error) error {
 	select {
 	case err := <-result:
 		return c.translate(err)
 	case <-ctx.Done():
-		c.pending = result
+		*kept = result
 		return ctx.Err()
 	}
 }

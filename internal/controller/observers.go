@@ -116,12 +116,5 @@ func (c *Controller) lockObservers(ctx context.Context) error {
 // If ctx ends first the change may still commit; lockObservers then waits for
 // it before the next registration or unregistration checks the membership.
 func (c *Controller) awaitMembership(ctx context.Context, f raft.Future) error {
-	result := resolve(f.Error)
-	select {
-	case err := <-result:
-		return c.translate(err)
-	case <-ctx.Done():
-		c.observerChange = result
-		return ctx.Err()
-	}
+	return c.waitOrKeep(ctx, resolve(f.Error), &c.observerChange)
 }
