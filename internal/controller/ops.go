@@ -116,7 +116,8 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, br
 // With req.ObserverAddr (a broker-only node) the node also becomes a
 // non-voting member of the quorum at that address once registered, unless it
 // is one already; a node id held by a voter is refused first, with
-// ErrDuplicateBrokerRegistration.
+// ErrDuplicateBrokerRegistration. No unregistration or voter removal runs
+// meanwhile (Controller.observers).
 func (c *Controller) RegisterBroker(ctx context.Context, req RegisterBroker) (int64, error) {
 	known := true
 	if req.ObserverAddr != "" {
