@@ -53,7 +53,9 @@
 //     replaces the old registration, which is fenced first. A broker-only node
 //     (RegisterBroker.ObserverAddr) also becomes a non-voting Raft member, so
 //     the metadata log reaches it (observers.go); UnregisterBroker removes
-//     both again.
+//     both again. Registrations, unregistrations and voter removals change
+//     the membership one at a time, so a registered broker-only node is
+//     always a member.
 //   - Voter changes (voters.go): AddVoter promotes an observer to a voter;
 //     RemoveVoter demotes a broker voter to an observer or removes a
 //     controller-only one; the active controller removing itself steps
