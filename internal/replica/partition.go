@@ -25,8 +25,8 @@
 // A partition's state has three locks, always taken in this order:
 //
 //  1. appendMu serialises appends and truncations (offsets, producer state and
-//     the log end move together) and role changes that assign a leader epoch
-//     in the log.
+//     the log end move together) and role changes: a leader's append is
+//     stamped with the epoch it was checked against.
 //  2. mu guards the role, the leader epoch, the start offset of this broker's
 //     leadership, the replica set and ISR, and the follower tracker: one lock,
 //     so they always agree. The high-water mark is also only written with mu

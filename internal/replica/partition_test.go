@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/strata-stream/strata/internal/metadata"
 	"github.com/strata-stream/strata/internal/storage"
 	"github.com/strata-stream/strata/internal/vfs"
+	"github.com/strata-stream/strata/internal/wait"
 )
 
 // newTestPartition opens a partition replica of broker localID on a fresh log.
@@ -441,5 +443,50 @@ func TestListOffsetRecordLimit(t *testing.T) {
 	}
 	if got := compactOptions(limited).MaxRecordBytes; got != 800 {
 		t.Errorf("a pass is given MaxRecordBytes %d, want the topic's 800", got)
+	}
+}
+
+// TestAppendRacingBecomeFollower: an append that found this broker leading
+// must land under that leadership's epoch even when the broker becomes a
+// follower while it is under way. Stamped with the new leader's epoch instead,
+// the batch hides from the follower's divergence check (its last epoch is the
+// leader's own), is never truncated, and the replica keeps bytes the leader
+// never wrote below the high-water mark (a replica-divergence anomaly of the
+// fault-injection suite, docs/reliability.md).
+func TestAppendRacingBecomeFollower(t *testing.T) {
+	rec := batchtest.Build(batchtest.Options{Records: []batchtest.Record{{Key: []byte("k"), Value: []byte("v")}}})
+	for round := range 30 {
+		p := newTestPartition(t, 1)
+		cfg := metadata.DefaultTopicConfig()
+		p.setConfig(&cfg)
+		now := time.Now()
+		if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1}, now); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					if _, err := p.Append(slices.Clone(rec), 1); err != nil {
+						return
+					}
+				}
+			})
+		}
+		wait.For(t, "appends under way", func() bool { return p.LogEndOffset() >= 20 })
+		if _, err := p.applyState(&metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 2}, now); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		bs, err := logBatches(p, p.LogEndOffset())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bs {
+			if h, _ := batch.ParseHeader(b); h.PartitionLeaderEpoch != 1 {
+				t.Fatalf("round %d: batch at %d stamped with leader epoch %d; this broker led only at 1 and has fetched nothing",
+					round, h.BaseOffset, h.PartitionLeaderEpoch)
+			}
+		}
 	}
 }

@@ -97,7 +97,11 @@ func (p *Partition) publishLocked() {
 	p.leader.Store(p.mu.leader)
 }
 
-// becomeFollower makes this broker a follower (or leaderless replica) at ip's epoch.
+// becomeFollower makes this broker a follower (or leaderless replica) at ip's
+// epoch. It waits for an append under way as leader: that append must finish
+// under the leadership it was checked against, stamped with its epoch, or the
+// batch would carry the new leader's epoch and hide from the divergence check
+// that truncates what a deposed leader wrote (TestAppendRacingBecomeFollower).
 func (p *Partition) becomeFollower(ip *metadata.Partition) {
 	if p.takeFollowing(ip) {
 		p.fire() // acks=all waiters and fetches find out at once
@@ -108,6 +112,8 @@ func (p *Partition) becomeFollower(ip *metadata.Partition) {
 // takeFollowing sets the follower's state at ip's epoch; it reports whether
 // this broker led before.
 func (p *Partition) takeFollowing(ip *metadata.Partition) (wasLeader bool) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	wasLeader = p.mu.leader

@@ -519,7 +519,7 @@ func batchValue(b []byte) string {
 }
 
 // logBatches reads a replica's batches from its log start up to end.
-func (r *replFuzz) logBatches(p *Partition, end int64) ([][]byte, error) {
+func logBatches(p *Partition, end int64) ([][]byte, error) {
 	var out [][]byte
 	l := p.Log()
 	for off := l.LogStartOffset(); off < end; {
@@ -551,7 +551,7 @@ func (r *replFuzz) logBatches(p *Partition, end int64) ([][]byte, error) {
 func (r *replFuzz) observe(p *Partition, who string) {
 	r.t.Helper()
 	hwm := p.HighWatermark()
-	bs, err := r.logBatches(p, hwm)
+	bs, err := logBatches(p, hwm)
 	if err != nil {
 		return // a failed log: its replica serves nothing
 	}
@@ -605,7 +605,7 @@ func (r *replFuzz) logs() string {
 			continue
 		}
 		s += fmt.Sprintf("\n  broker %d (epochs %v):", id, p.Log().Epochs())
-		bs, err := r.logBatches(p, p.LogEndOffset())
+		bs, err := logBatches(p, p.LogEndOffset())
 		if err != nil {
 			s += " " + err.Error()
 		}
@@ -662,7 +662,7 @@ func (r *replFuzz) checkAbortIndex(p *Partition, who string) {
 	if l.LogStartOffset() != 0 || leo == 0 || l.Err() != nil {
 		return
 	}
-	bs, err := r.logBatches(p, leo)
+	bs, err := logBatches(p, leo)
 	if err != nil {
 		return
 	}
@@ -695,7 +695,7 @@ func (r *replFuzz) checkAbortIndex(p *Partition, who string) {
 // checkHoldsSeen fails unless p's log holds every batch ever committed.
 func (r *replFuzz) checkHoldsSeen(p *Partition, who string) {
 	r.t.Helper()
-	bs, err := r.logBatches(p, p.LogEndOffset())
+	bs, err := logBatches(p, p.LogEndOffset())
 	if err != nil {
 		return
 	}
@@ -722,7 +722,7 @@ func (r *replFuzz) checkHoldsSeen(p *Partition, who string) {
 func (r *replFuzz) checkTransactions(p *Partition, when string) {
 	r.t.Helper()
 	hwm := p.HighWatermark()
-	bs, err := r.logBatches(p, hwm)
+	bs, err := logBatches(p, hwm)
 	if err != nil {
 		return
 	}
