@@ -116,8 +116,8 @@ func checkAgreement(res *history.Result, topic string, partition int32, final []
 	want, got := replicas[first].from(from)
 	for _, node := range nodes[1:] {
 		if b, _ := replicas[node].from(from); !bytes.Equal(b, want) {
-			res.Add(ReplicaDivergence, "%s-%d: from offset %d node %d holds %d bytes below the high-water mark, node %d %d bytes, and they differ",
-				topic, partition, from, node, len(b), first, len(want))
+			res.Add(ReplicaDivergence, "%s-%d: from offset %d node %d holds %d bytes below the high-water mark, node %d %d bytes, and they differ; %s",
+				topic, partition, from, node, len(b), first, len(want), firstDifference(replicas[node], replicas[first], from, node, first))
 		}
 	}
 	i, _ := slices.BinarySearchFunc(final, from, func(r history.Record, o int64) int { return cmp.Compare(r.Offset, o) })
@@ -148,6 +148,37 @@ func checkAgreement(res *history.Result, topic string, partition int32, final []
 			return
 		}
 	}
+}
+
+// firstDifference describes the first batch at or after from where replica
+// a (node na) and replica b (node nb) differ.
+func firstDifference(a, b replicaLog, from int64, na, nb int32) string {
+	at := func(l replicaLog) []storedBatch {
+		i, _ := slices.BinarySearchFunc(l.batches, from, func(sb storedBatch, o int64) int { return cmp.Compare(sb.base, o) })
+		return l.batches[i:]
+	}
+	as, bs := at(a), at(b)
+	for i := 0; i < max(len(as), len(bs)); i++ {
+		if i < len(as) && i < len(bs) && as[i].base == bs[i].base && bytes.Equal(as[i].bytes, bs[i].bytes) {
+			continue
+		}
+		return fmt.Sprintf("first: node %d's %s, node %d's %s", na, describeBatch(as, i), nb, describeBatch(bs, i))
+	}
+	return "no batch differs"
+}
+
+// describeBatch names batches[i] by its header, or says there is none.
+func describeBatch(batches []storedBatch, i int) string {
+	if i >= len(batches) {
+		return "log ends there"
+	}
+	sb := batches[i]
+	h, err := batch.ParseHeader(sb.bytes)
+	if err != nil {
+		return fmt.Sprintf("batch at %d (%d bytes)", sb.base, len(sb.bytes))
+	}
+	return fmt.Sprintf("batch at %d (%d bytes, leader epoch %d, producer %d epoch %d sequence %d, %d records, control %v)",
+		sb.base, len(sb.bytes), h.PartitionLeaderEpoch, h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords, h.Control())
 }
 
 // copyDir copies the directory tree at src to dst, so a stopped node's log can be

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-stream/strata/internal/batch"
+	"github.com/strata-stream/strata/internal/batch/batchtest"
 	"github.com/strata-stream/strata/internal/chaos/history"
 	"github.com/strata-stream/strata/internal/controller/raftstore"
 	"github.com/strata-stream/strata/internal/vfs"
@@ -313,12 +315,14 @@ func TestCheckAgreement(t *testing.T) {
 		final         []history.Record
 		committedOnly bool
 		want          int
+		says          string // part of the summary
 	}{
-		{"equal from the highest start", map[int32]replicaLog{1: log(0, "v3"), 2: log(2, "v3"), 3: log(1, "v3")}, final, false, 0},
-		{"a replica differs past the highest start", map[int32]replicaLog{1: log(0, "v3"), 2: log(2, "x3")}, final, false, 1},
-		{"the final read lacks a record", map[int32]replicaLog{1: log(0, "v3"), 2: log(1, "v3")}, final[:3], false, 1},
-		{"read_committed: a subset is fine", map[int32]replicaLog{1: log(0, "v3")}, []history.Record{rec(1, "v1"), rec(3, "v3")}, true, 0},
-		{"read_committed: a record the replicas lack", map[int32]replicaLog{1: log(0, "v3")}, []history.Record{rec(1, "v1"), rec(3, "x3")}, true, 1},
+		{"equal from the highest start", map[int32]replicaLog{1: log(0, "v3"), 2: log(2, "v3"), 3: log(1, "v3")}, final, false, 0, ""},
+		{"a replica differs past the highest start", map[int32]replicaLog{1: log(0, "v3"), 2: log(2, "x3")}, final, false, 1,
+			"first: node 2's batch at 3 (2 bytes), node 1's batch at 3 (2 bytes)"},
+		{"the final read lacks a record", map[int32]replicaLog{1: log(0, "v3"), 2: log(1, "v3")}, final[:3], false, 1, "the final read returned nothing"},
+		{"read_committed: a subset is fine", map[int32]replicaLog{1: log(0, "v3")}, []history.Record{rec(1, "v1"), rec(3, "v3")}, true, 0, ""},
+		{"read_committed: a record the replicas lack", map[int32]replicaLog{1: log(0, "v3")}, []history.Record{rec(1, "v1"), rec(3, "x3")}, true, 1, `the final read returned "x3" at 3`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var res history.Result
@@ -326,12 +330,28 @@ func TestCheckAgreement(t *testing.T) {
 			if got := res.Counts[ReplicaDivergence]; got != tc.want {
 				t.Fatalf("%d divergences, want %d:\n%s", got, tc.want, res.Summary())
 			}
+			if !strings.Contains(res.Summary(), tc.says) {
+				t.Fatalf("the summary does not say %q:\n%s", tc.says, res.Summary())
+			}
 		})
 	}
 	var res history.Result
 	checkAgreement(&res, "t", 0, final, nil, map[int32]error{2: errors.New("unreadable")}, false)
 	if res.Counts[ReplicaDivergence] != 1 {
 		t.Fatalf("an unreadable replica not flagged: %s", res.Summary())
+	}
+
+	// The same batch stamped with two leader epochs (finding 25): the
+	// divergence names both headers.
+	stamped := func(epoch int32) replicaLog {
+		b := batchtest.Build(batchtest.Options{Records: []batchtest.Record{{Value: []byte("v0")}}})
+		batch.SetPartitionLeaderEpoch(b, epoch)
+		return replicaLog{batches: []storedBatch{{0, b}}, records: []history.Record{rec(0, "v0")}}
+	}
+	res = history.Result{}
+	checkAgreement(&res, "t", 0, final[:1], map[int32]replicaLog{1: stamped(4), 3: stamped(5)}, nil, false)
+	if !strings.Contains(res.Summary(), "leader epoch 5") || !strings.Contains(res.Summary(), "leader epoch 4") {
+		t.Fatalf("the divergence does not name the batches' epochs:\n%s", res.Summary())
 	}
 }
 
