@@ -95,9 +95,10 @@ func (c *Controller) removeObserver(ctx context.Context, id int32) error {
 	return nil
 }
 
-// lockObservers takes c.observers for a registration or an unregistration,
-// once the membership change of an earlier one whose caller gave up waiting
-// is over: until then the configuration does not show whether it happens.
+// lockObservers takes c.observers for a registration, an unregistration or a
+// voter's removal, once the membership change of an earlier one whose caller
+// gave up waiting is over: until then the configuration does not show whether
+// it happens.
 func (c *Controller) lockObservers(ctx context.Context) error {
 	c.observers.Lock()
 	if p := c.observerChange; p != nil {
@@ -114,7 +115,7 @@ func (c *Controller) lockObservers(ctx context.Context) error {
 
 // awaitMembership waits for the membership change f, with c.observers held.
 // If ctx ends first the change may still commit; lockObservers then waits for
-// it before the next registration or unregistration checks the membership.
+// it before the next holder checks the membership.
 func (c *Controller) awaitMembership(ctx context.Context, f raft.Future) error {
 	return c.waitOrKeep(ctx, resolve(f.Error), &c.observerChange)
 }
