@@ -134,7 +134,8 @@ func TestFlushDropsDurableBytesButTheTail(t *testing.T) {
 	}
 }
 
-// checkDrops fails unless drops are page-aligned and contiguous, the first
+// checkDrops fails unless drops are page-aligned and each reaches back
+// maxFolioBytes into the one before (or to the file's start), the first
 // starting at or below from, and end at or below limit.
 func checkDrops(t *testing.T, drops [][2]int64, from, limit int64) {
 	t.Helper()
@@ -142,13 +143,51 @@ func checkDrops(t *testing.T, drops [][2]int64, from, limit int64) {
 		t.Fatalf("drops start at %d, past %d: %v", drops[0][0], from, drops)
 	}
 	next := drops[0][0]
-	for _, d := range drops {
-		if d[0] != next || d[0]%pageSize != 0 || d[1]%pageSize != 0 || d[1] <= d[0] {
-			t.Fatalf("drop %v after %d: want page-aligned, contiguous ranges (all: %v)", d, next, drops)
+	for i, d := range drops {
+		want := max(next-maxFolioBytes, 0)
+		if i == 0 {
+			want = d[0]
+		}
+		if d[0] != want || d[0]%pageSize != 0 || d[1]%pageSize != 0 || d[1] <= next {
+			t.Fatalf("drop %v after %d: want page-aligned ranges from %d past the last (all: %v)", d, next, want, drops)
 		}
 		next = d[1]
 	}
 	if next > limit {
 		t.Fatalf("dropped up to %d, beyond the durable bytes but the tail (%d): %v", next, limit, drops)
 	}
+}
+
+// TestFlushDropsRolledSegment: a rolled segment's cached end is dropped once
+// the next segment's drops begin, and not before.
+func TestFlushDropsRolledSegment(t *testing.T) {
+	const tail, segBytes = 256 << 10, 4 << 20
+	fsys := newDropFS(vfs.NewMem())
+	l := openLog(t, fsys, Config{CacheTailBytes: tail, SegmentBytes: segBytes})
+	first := filepath.Join(testDir, segmentName(0, logSuffix))
+	for i := 0; l.NumSegments() < 2; i++ {
+		info, err := l.Append(mkBatch(16, 1000, int64(i)), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WaitDurable(context.Background(), info.LastOffset); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rolled := fsys.dropped(first)
+	if len(rolled) == 0 {
+		t.Fatal("the first segment was never dropped from while active")
+	}
+	l.mu.RLock()
+	firstSize := l.mu.segments[0].size
+	l.mu.RUnlock()
+	if end := rolled[len(rolled)-1][1]; end > firstSize-tail {
+		t.Fatalf("the first segment was dropped up to %d while it held the tail (size %d)", end, firstSize)
+	}
+	appendDurable(t, l, tail+2*minCacheDrop)
+	wait.For(t, "the rolled segment's end to be dropped", func() bool {
+		got := fsys.dropped(first)
+		return len(got) > len(rolled) && got[len(got)-1][1] >= firstSize
+	})
+	checkDrops(t, fsys.dropped(first), 0, (firstSize+pageSize-1)/pageSize*pageSize)
 }
