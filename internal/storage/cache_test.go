@@ -59,8 +59,14 @@ func (f dropFile) DropCache(off, n int64) error {
 // durable, and returns the segment's size.
 func appendDurable(t *testing.T, l *Log, size int64) int64 {
 	t.Helper()
+	return appendDurableBatches(t, l, size, 16)
+}
+
+// appendDurableBatches is appendDurable with batches of records records.
+func appendDurableBatches(t *testing.T, l *Log, size int64, records int) int64 {
+	t.Helper()
 	for i := 0; activeSize(l) < size; i++ {
-		info, err := l.Append(mkBatch(16, 1000, int64(i)), 0)
+		info, err := l.Append(mkBatch(records, 1000, int64(i)), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
