@@ -48,28 +48,35 @@ func (c *Controller) WaitCommitted(ctx context.Context, index uint64) error {
 
 // appliedThrough reports whether the image holds every command entry at or
 // below index: this node has seen index committed, and no command entry
-// between the image's offset and index is still to be applied. An entry gone
-// from the log at or below the commit index was compacted into a snapshot the
-// image was restored from (Raft restores before it compacts).
+// between the image's offset and index is still to be applied.
 func (c *Controller) appliedThrough(index uint64) (bool, error) {
+	applied, err := c.AppliedOffset()
+	return applied >= index, err
+}
+
+// AppliedOffset is how far this node has applied the metadata log: the
+// image's offset and, past it, every committed entry up to the next command,
+// because Raft's own entries (a leader's no-op, a barrier, a configuration
+// change) never reach the image. A broker reports it in its heartbeats as its
+// end of the log, which DescribeQuorum shows: Kafka's offsets count the log's
+// control records too. An entry gone from the log at or below the commit
+// index was compacted into a snapshot the image was restored from (Raft
+// restores before it compacts). On an error reading the log, the offset is
+// where the walk stopped.
+func (c *Controller) AppliedOffset() (uint64, error) {
 	applied := c.Image().Offset()
-	if applied >= index {
-		return true, nil
-	}
-	if c.raft.CommitIndex() < index {
-		return false, nil
-	}
+	commit := c.raft.CommitIndex()
 	var l raft.Log
-	for i := applied + 1; i <= index; i++ {
+	for i := applied + 1; i <= commit; i++ {
 		switch err := c.store.GetLog(i, &l); {
 		case errors.Is(err, raft.ErrLogNotFound):
 			continue
 		case err != nil:
-			return false, err
+			return i - 1, err
 		}
 		if l.Type == raft.LogCommand {
-			return false, nil
+			return i - 1, nil
 		}
 	}
-	return true, nil
+	return max(applied, commit), nil
 }

@@ -226,8 +226,8 @@ func PlanUnfenceBroker(img *metadata.Image, id int32, epoch int64, down Shutting
 type HeartbeatRequest struct {
 	BrokerID    int32
 	BrokerEpoch int64
-	// MetadataOffset is the offset (Image.Offset) of the newest metadata image
-	// the broker has applied. A fenced broker is unfenced, and a broker in
+	// MetadataOffset is how far the broker has applied the metadata log
+	// (Controller.AppliedOffset: its image's offset or past it). A fenced broker is unfenced, and a broker in
 	// controlled shutdown told to stop, only once it has seen the changes that
 	// concern it.
 	MetadataOffset int64

@@ -35,7 +35,7 @@ type QuorumMember struct {
 	DirectoryID metadata.UUID
 	// LogEndOffset is how far the member's metadata log is known to reach:
 	// the leader's own last index, or the offset a broker reported applying
-	// in its last heartbeat to this controller; -1 when unknown (a
+	// (AppliedOffset) in its last heartbeat to this controller; -1 when unknown (a
 	// controller-only voter sends no heartbeats).
 	LogEndOffset int64
 	// LastFetch is when LogEndOffset was learnt; LastCaughtUp the last time

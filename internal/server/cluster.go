@@ -418,7 +418,8 @@ func (n *Node) heartbeat(ctx context.Context, wantShutdown bool) (controller.Hea
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.Version = 2
 	req.BrokerID, req.BrokerEpoch, req.WantShutdown = n.cfg.NodeID, n.brokerEpoch.Load(), wantShutdown
-	req.CurrentMetadataOffset = int64(n.ctrl.Image().Offset())
+	applied, _ := n.ctrl.AppliedOffset() // on an error, where the log could be read to
+	req.CurrentMetadataOffset = int64(applied)
 	resp, err := n.toController.Request(ctx, req)
 	if err != nil {
 		return controller.HeartbeatResult{}, err

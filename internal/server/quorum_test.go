@@ -84,6 +84,36 @@ func TestDescribeQuorum(t *testing.T) {
 	}
 }
 
+// TestDescribeQuorumObserverReachesLeaderEnd: a broker-only observer that has
+// applied everything shows the leader's log end offset, as a Kafka observer's
+// fetch offset does: Raft's own entries (the configuration change that added
+// it, a barrier) count. Its applied image alone stops at the last command.
+func TestDescribeQuorumObserverReachesLeaderEnd(t *testing.T) {
+	c := startCluster(t, 1)
+	if _, err := c.addNode(4, brokerOnly); err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := c.client()
+	ctx := context.Background()
+	var last string
+	ok := wait.Until(time.Now().Add(wait.DefaultTimeout), func() bool {
+		resp, err := describeQuorum(ctx, cl, 1, "__cluster_metadata", 0)
+		if err != nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			last = fmt.Sprintf("%v %+v", err, resp)
+			return false
+		}
+		p := resp.Topics[0].Partitions[0]
+		last = fmt.Sprintf("voters %+v observers %+v", p.CurrentVoters, p.Observers)
+		if len(p.CurrentVoters) != 1 || len(p.Observers) != 1 || p.Observers[0].ReplicaID != 4 {
+			return false
+		}
+		return p.Observers[0].LogEndOffset == p.CurrentVoters[0].LogEndOffset && p.Observers[0].LastCaughtUpTimestamp > 0
+	})
+	if !ok {
+		t.Fatalf("the observer never reached the leader's log end offset; last answer: %s", last)
+	}
+}
+
 // raftAddrOf is node id's address in the Raft configuration, its advertised
 // controller address; "" for an id no running node of c has.
 func (c *testCluster) raftAddrOf(id int32) string {
