@@ -51,7 +51,10 @@ func (c *Controller) WaitCommitted(ctx context.Context, index uint64) error {
 // between the image's offset and index is still to be applied.
 func (c *Controller) appliedThrough(index uint64) (bool, error) {
 	applied, err := c.AppliedOffset()
-	return applied >= index, err
+	if applied >= index {
+		return true, nil // an entry past index that could not be read is not waited for
+	}
+	return false, err
 }
 
 // AppliedOffset is how far this node has applied the metadata log: the
