@@ -161,15 +161,19 @@ func endReassignment(img *metadata.Image, p *metadata.Partition, final []int32, 
 			isr = append(isr, id)
 		}
 	}
+	// Only a revert that restarts the ISR elects uncleanly, as Kafka's
+	// PartitionReassignmentRevert: an ISR left with offline members waits for
+	// them (or for the unclean election duty) like any other partition.
+	uncleanRevert := false
 	if len(isr) == 0 {
 		if !unclean {
 			return nil, fmt.Errorf("%w: no replica of %v is in sync (isr %v)", metadata.ErrInvalidReplicaAssignment, final, p.ISR)
 		}
-		isr = final[:1]
+		isr, uncleanRevert = final[:1], true
 	}
 	leader, epoch := p.Leader, p.LeaderEpoch
 	if !slices.Contains(isr, leader) {
-		leader, isr = ElectLeader(&metadata.Partition{Replicas: final}, isr, eligible(img, down), unclean)
+		leader, isr = ElectLeader(&metadata.Partition{Replicas: final}, isr, eligible(img, down), uncleanRevert)
 	}
 	if leader != p.Leader || slices.ContainsFunc(p.Replicas, func(id int32) bool { return !slices.Contains(final, id) }) {
 		epoch++ // a new leader, as every leader change, or a removal
