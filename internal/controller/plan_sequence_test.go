@@ -89,8 +89,13 @@ type seqAllow struct {
 	unclean   func(*metadata.Topic) bool
 	isrGrowth bool // a leader's AlterPartition may add ISR members
 	replicas  bool // reassignments may change replica sets
-	create    bool // topics and partitions may appear
-	remove    bool // topics may disappear
+	// revert: a cancelled reassignment of a topic that allows unclean
+	// elections may restart an ISR none of its original replicas is in at
+	// the first of them, as Kafka's PartitionReassignmentRevert, leaderless
+	// when no replica is live.
+	revert bool
+	create bool // topics and partitions may appear
+	remove bool // topics may disappear
 	// unfenced is the broker an unfence step makes live: PlanUnfenceBroker
 	// elects it even while it is in controlled shutdown (the heartbeat never
 	// unfences such a broker; only the unused Controller.UnfenceBroker could).
@@ -163,7 +168,7 @@ func (s *seqRun) do(action string) {
 	case "electLeaders":
 		s.electLeaders()
 	case "reassign":
-		s.allow.replicas = true
+		s.allow.replicas, s.allow.revert, s.allow.unclean = true, true, uncleanConfigured
 		s.reassign()
 	case "createTopics":
 		s.allow.create = true
@@ -1328,7 +1333,9 @@ func (s *seqRun) checkTransition(prev *metadata.Image) {
 		if newLeader && s.down[cur.Leader] && cur.Leader != s.allow.unfenced {
 			bad(fmt.Sprintf("a new leader in controlled shutdown (down %v)", s.down))
 		}
-		if grown := minus(cur.ISR, p.ISR); len(grown) > 0 && !s.allow.isrGrowth && !unclean {
+		restarted := s.allow.revert && ct.Config.UncleanLeaderElectionEnable && p.Reassigning() && !cur.Reassigning() &&
+			len(cur.ISR) == 1 && cur.ISR[0] == cur.Replicas[0] && len(minus(p.ISR, minus(p.ISR, cur.Replicas))) == 0
+		if grown := minus(cur.ISR, p.ISR); len(grown) > 0 && !s.allow.isrGrowth && !unclean && !restarted {
 			bad(fmt.Sprintf("isr grew by %v", grown))
 		}
 	})
