@@ -1334,7 +1334,7 @@ func (s *seqRun) checkTransition(prev *metadata.Image) {
 			bad(fmt.Sprintf("a new leader in controlled shutdown (down %v)", s.down))
 		}
 		restarted := s.allow.revert && ct.Config.UncleanLeaderElectionEnable && p.Reassigning() && !cur.Reassigning() &&
-			len(cur.ISR) == 1 && cur.ISR[0] == cur.Replicas[0] && len(minus(p.ISR, minus(p.ISR, cur.Replicas))) == 0
+			len(cur.ISR) == 1 && cur.ISR[0] == cur.Replicas[0] && len(minus(p.ISR, cur.Replicas)) == len(p.ISR)
 		if grown := minus(cur.ISR, p.ISR); len(grown) > 0 && !s.allow.isrGrowth && !unclean && !restarted {
 			bad(fmt.Sprintf("isr grew by %v", grown))
 		}

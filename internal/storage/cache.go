@@ -71,6 +71,12 @@ func (l *Log) dropCache(s *segment, synced int64) {
 	if s.cacheDropped == 0 {
 		l.dropRolled(s)
 	}
+	s.dropCacheTo(d, end)
+}
+
+// dropCacheTo drops s's cached pages below end, from a folio before where
+// its last drop reached; the flusher's alone, as cacheDropped.
+func (s *segment) dropCacheTo(d vfs.CacheDropper, end int64) {
 	from := max(s.cacheDropped-maxFolioBytes, 0)
 	if err := d.DropCache(from, end-from); err == nil {
 		s.cacheDropped = end
@@ -93,12 +99,7 @@ func (l *Log) dropRolled(s *segment) {
 	prev.acquire()
 	l.mu.RUnlock()
 	defer prev.release()
-	d, ok := prev.log.(vfs.CacheDropper)
-	if !ok {
-		return
-	}
-	from := max(prev.cacheDropped-maxFolioBytes, 0)
-	if err := d.DropCache(from, end-from); err == nil {
-		prev.cacheDropped = end
+	if d, ok := prev.log.(vfs.CacheDropper); ok {
+		prev.dropCacheTo(d, end)
 	}
 }
