@@ -137,11 +137,14 @@ func (h *Handlers) ensureInternalTopic(ctx context.Context, topic string) {
 // factor, compacted, 100 MiB segments, the compression Kafka's coordinators
 // set (producer; uncompressed), no unclean election for transactions; for the
 // share coordinator's share.StateTopicSettings, which its state store creates
-// the topic with too.
+// the topic with too. Unlike Kafka, the coordinators' topics are preallocated
+// (preallocate=true; docs/storage.md): their logs take small appends, each
+// fsynced before its answer, and an fsync that only overwrites zeroed blocks
+// writes no file metadata.
 func (h *Handlers) internalTopic(topic string) kmsg.CreateTopicsRequestTopic {
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.ReplicationFactor = topic, -1
-	configs := map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(100 << 20)}
+	configs := map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(100 << 20), "preallocate": "true"}
 	switch topic {
 	case group.OffsetsTopic:
 		t.NumPartitions = h.cfg.OffsetsTopicPartitions

@@ -368,7 +368,7 @@ func TestMetadataAutoCreatesInternalTopicsAsTheirCoordinators(t *testing.T) {
 		configs    map[string]string
 	}{
 		{txn.StateTopic, 7, -1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600",
-			"compression.type": "uncompressed", "unclean.leader.election.enable": "false"}},
+			"compression.type": "uncompressed", "unclean.leader.election.enable": "false", "preallocate": "true"}},
 		{share.StateTopic, 9, shareRF, shareConfigs},
 	} {
 		t.Run(tc.topic, func(t *testing.T) {
@@ -463,7 +463,8 @@ func TestMetadataV0UnavailableReplicas(t *testing.T) {
 
 // TestOffsetsTopicSettings: __consumer_offsets is created as Kafka's group
 // coordinator creates it (groupMetadataTopicConfigs): compacted, 100 MiB
-// segments, the producer's compression, its own partition count.
+// segments, the producer's compression, its own partition count; and, unlike
+// Kafka, preallocated.
 func TestOffsetsTopicSettings(t *testing.T) {
 	h := newErrorsHandlersWith(t, Config{OffsetsTopicPartitions: 5})
 	got := h.internalTopic(OffsetsTopic)
@@ -471,7 +472,8 @@ func TestOffsetsTopicSettings(t *testing.T) {
 	for _, c := range got.Configs {
 		configs[c.Name] = nullable(c.Value)
 	}
-	want := map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer"}
+	want := map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer",
+		"preallocate": "true"}
 	if got.NumPartitions != 5 || got.ReplicationFactor != -1 || !maps.Equal(configs, want) {
 		t.Errorf("%d partitions, replication factor %d, configs %v; want 5, -1, %v", got.NumPartitions, got.ReplicationFactor, configs, want)
 	}

@@ -226,14 +226,16 @@ const (
 // StateTopicSettings is the replication factor and topic configs StateTopic is
 // created with on a cluster of brokers brokers, by the store and by a Metadata
 // request that auto-creates it alike (Kafka's share coordinator settings).
-// Unlike Kafka's, the topic is compacted: the store keeps the latest value of
-// each key and does not prune the topic itself.
+// Unlike Kafka's, the topic is compacted (the store keeps the latest value of
+// each key and does not prune the topic itself) and preallocated, as Strata's
+// other coordinators' topics (handlers' internalTopic).
 func StateTopicSettings(brokers int) (rf int16, configs map[string]string) {
 	rf = int16(max(min(stateTopicReplicationFactor, brokers), 1))
 	return rf, map[string]string{
 		"cleanup.policy":      "compact",
 		"compression.type":    "producer",
 		"min.insync.replicas": strconv.Itoa(min(stateTopicMinISR, int(rf))),
+		"preallocate":         "true",
 		"segment.bytes":       strconv.Itoa(stateTopicSegmentBytes),
 	}
 }

@@ -168,7 +168,7 @@ func (c Config) withDefaults() Config {
 		c.randN = rand.Int64N
 	}
 	if c.preallocWindow == 0 {
-		c.preallocWindow = defaultPreallocWindow
+		c.preallocWindow = preallocWindowFor(c.SegmentBytes)
 	}
 	if c.preallocChunk == 0 {
 		c.preallocChunk = defaultPreallocChunk

@@ -47,8 +47,8 @@ import (
 //     stops preallocation for the segment.
 //  7. The zeroer runs only during a burst, so an idle log holds no goroutine.
 
-// Preallocation window and chunk: a burst zeroes up to defaultPreallocWindow
-// ahead of the write position, defaultPreallocChunk per claim (what the
+// Preallocation window and chunk: a burst zeroes up to the window
+// (preallocWindowFor) ahead of the write position, defaultPreallocChunk per claim (what the
 // appender may wait for), in writes the size of the appender's last write
 // (a power of two in [minZeroWrite, defaultPreallocChunk]). The page cache
 // keeps the folio size a write created, and an fsync writes every dirty
@@ -62,6 +62,14 @@ const (
 	defaultPreallocChunk  = 1 << 20
 	minZeroWrite          = 16 << 10
 )
+
+// preallocWindowFor is the window of a log whose segments hold segmentBytes:
+// at most a sixteenth of a segment, and at least one chunk. The coordinators'
+// topics (100 MiB segments, appends of a few hundred bytes, preallocated by
+// default) so keep 6.25 MiB of zeros ahead of each active partition, not 64.
+func preallocWindowFor(segmentBytes int64) int64 {
+	return max(min(defaultPreallocWindow, segmentBytes/16), defaultPreallocChunk)
+}
 
 // zeroChunk is the largest write's zero bytes, only ever read.
 var zeroChunk = make([]byte, defaultPreallocChunk)

@@ -332,6 +332,38 @@ func TestZeroWriteSize(t *testing.T) {
 	}
 }
 
+// TestPreallocateWindowFollowsSegmentSize checks the window each segment
+// size gets, and that a log with the coordinators' 100 MiB segments zeroes
+// its window ahead of a small append, not the 64 MiB of a default segment.
+func TestPreallocateWindowFollowsSegmentSize(t *testing.T) {
+	for _, tt := range []struct {
+		segmentBytes, want int64
+	}{
+		{DefaultSegmentBytes, 64 << 20}, {2 << 30, 64 << 20}, {100 << 20, 100 << 20 / 16},
+		{16 << 20, 1 << 20}, {MinSegmentBytes, 1 << 20},
+	} {
+		if got := (Config{SegmentBytes: tt.segmentBytes}).withDefaults().preallocWindow; got != tt.want {
+			t.Errorf("segment of %d bytes: window %d, want %d", tt.segmentBytes, got, tt.want)
+		}
+	}
+
+	fsys := vfs.NewMem()
+	l := openLog(t, fsys, Config{SegmentBytes: 100 << 20, Preallocate: true})
+	appendN(t, l, 1, 2, 100, 1000, 1)
+	active := filepath.Join(testDir, segmentName(0, logSuffix))
+	window := int64(100 << 20 / 16)
+	wait.For(t, "the zeroer to write its window", func() bool {
+		return fileSize(t, fsys, active) >= l.Size()+window-defaultPreallocChunk
+	})
+	size := l.Size()
+	if err := l.Close(); err != nil { // stops the zeroer
+		t.Fatal(err)
+	}
+	if z := l.Stats().PreallocBytes; z > window {
+		t.Fatalf("%d bytes of zeros ahead of a %d-byte log, want at most the %d-byte window", z, size, window)
+	}
+}
+
 // writeBackFS records the bytes its files were asked to write back
 // (vfs.WriteBacker), which the in-memory files it wraps do not offer.
 type writeBackFS struct {
