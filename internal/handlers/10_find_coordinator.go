@@ -139,8 +139,8 @@ func (h *Handlers) ensureInternalTopic(ctx context.Context, topic string) {
 // share coordinator's share.StateTopicSettings, which its state store creates
 // the topic with too. Unlike Kafka, the coordinators' topics are preallocated
 // (preallocate=true; docs/storage.md): their logs take small appends, each
-// fsynced before its answer, and an fsync that only overwrites zeroed blocks
-// writes no file metadata.
+// fsynced before its answer, and an fsync of appends over zeroed blocks
+// allocates nothing and changes no size or extent.
 func (h *Handlers) internalTopic(topic string) kmsg.CreateTopicsRequestTopic {
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.ReplicationFactor = topic, -1
